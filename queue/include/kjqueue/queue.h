@@ -1,0 +1,127 @@
+// libkjqueue: the Redis Streams job queue (design §8). All multi-key writes are Redis 7
+// server-side functions (queue/lua/kjudge.lua) so every client (C++, Python, redis-cli)
+// gets the same atomic submit/complete.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kjqueue {
+
+// Redis said no, or the connection broke. what() is human-readable.
+struct QueueError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Address forms: "unix:///run/kjudge/redis.sock", "tcp://127.0.0.1:6379", "redis://host:port".
+struct Endpoint {
+  std::string url = "tcp://127.0.0.1:6379";
+  std::string username;  // ACL user (later issue); empty = default user
+  std::string password;
+  std::chrono::milliseconds connect_timeout{2000};
+};
+
+// Key names: every key carries the partition hash tag and, where it concerns one tenant, the
+// tenant (design §8), so moving to Redis Cluster needs no migration.
+struct Keys {
+  static std::string tag(int partition);                          // "{p0}"
+  static std::string tenants(int partition);                      // kj:{p0}:tenants (set)
+  static std::string jobs(int partition, const std::string& tenant);     // kj:{p0}:jobs:<tenant> (stream)
+  static std::string job_marker(int partition, const std::string& tenant,
+                                const std::string& job_id);        // kj:{p0}:job:<tenant>:<id> (idempotency)
+  static std::string result(int partition, const std::string& tenant,
+                            const std::string& job_id);            // kj:{p0}:result:<tenant>:<id>
+  static std::string done(int partition, const std::string& tenant);     // kj:{p0}:done:<tenant> (stream)
+  static std::string node(int partition, const std::string& node);       // kj:{p0}:node:<node> (heartbeat)
+  static constexpr const char* kGroup = "kjudged";
+};
+
+// Names that end up inside keys: tenant [a-z0-9_-]{1,64}; job id [A-Za-z0-9._:-]{1,128}.
+bool valid_tenant(const std::string& tenant);
+bool valid_job_id(const std::string& job_id);
+
+struct SubmitResult {
+  std::string entry_id;  // stream entry id of the (first) submission
+  bool duplicate = false;
+};
+
+// One stream entry handed to this consumer. Any field may be missing or garbage: the daemon
+// turns such entries into INVALID_JOB results, it never drops them.
+struct Delivery {
+  int partition = 0;
+  std::string tenant;     // from the stream key, always known
+  std::string entry_id;
+  std::string job_id;     // field "id"; empty when missing
+  std::optional<std::string> payload;  // field "job": serialized kjudge.v1.Job bytes
+  std::map<std::string, std::string> fields;  // every field as sent
+};
+
+struct TenantStatus {
+  std::string tenant;
+  std::uint64_t queued = 0;    // XLEN of the jobs stream
+  std::uint64_t pending = 0;   // delivered, not yet acked
+  std::uint64_t lag = 0;       // entries never delivered to the group
+  std::uint64_t completed = 0; // length of the completion stream
+};
+
+struct NodeStatus {
+  std::string node;
+  std::string info;  // JSON written by the node's heartbeat
+  std::int64_t ttl_ms = 0;
+};
+
+struct QueueStatus {
+  std::vector<TenantStatus> tenants;
+  std::vector<NodeStatus> nodes;
+};
+
+// One connection to Redis. Not thread-safe: use one Queue per thread (the daemon gives the
+// blocking fetch its own Queue, and each worker its own).
+class Queue {
+ public:
+  explicit Queue(Endpoint endpoint, int partition = 0);
+  ~Queue();
+  Queue(Queue&&) noexcept;
+  Queue& operator=(Queue&&) noexcept;
+
+  int partition() const;
+
+  // FUNCTION LOAD REPLACE of the kjudge library (idempotent; the daemon does it at start).
+  void load_functions();
+
+  // FCALL kj_submit: idempotent by job_id, registers the tenant, creates the group.
+  SubmitResult submit(const std::string& tenant, const std::string& job_id, const std::string& payload);
+
+  // XREADGROUP over every registered tenant's stream; blocks up to `block` when nothing is there.
+  std::vector<Delivery> fetch(const std::string& consumer, std::size_t max, std::chrono::milliseconds block);
+
+  // FCALL kj_complete: store the result (first one wins, TTL), emit the completion event on the
+  // tenant's done stream, then XACK. Returns false when a result already existed (still acks).
+  bool complete(const Delivery& delivery, const std::string& job_id, const std::string& result_bytes,
+                const std::string& verdict_name, std::chrono::seconds ttl);
+
+  std::optional<std::string> get_result(const std::string& tenant, const std::string& job_id);
+
+  // Blocks on the tenant's completion stream until job_id's result exists or the timeout passes.
+  std::optional<std::string> wait_result(const std::string& tenant, const std::string& job_id,
+                                         std::chrono::milliseconds timeout);
+
+  void heartbeat(const std::string& node, const std::string& info_json, std::chrono::seconds ttl);
+  QueueStatus status();
+
+  // Raw command for tools and tests (argv form, binary-safe). Returns the reply as text/array
+  // rendered to a string vector; integers as decimal text; nil as empty optional.
+  std::vector<std::optional<std::string>> command(const std::vector<std::string>& argv);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kjqueue

@@ -1,0 +1,35 @@
+// How a sandboxed run ended, as measured from outside the child.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kjsandbox {
+
+enum class Outcome {
+  Exited,          // the command exited by itself (see exit_code)
+  Signaled,        // killed by a signal it did not get from us (see signal)
+  WallTimeout,     // we killed it: wall limit
+  OutputLimit,     // we killed it: stdout/stderr over budget
+  SetupFailed,     // the sandbox could not be built (our fault, or a bad policy): see error
+};
+
+struct Report {
+  Outcome outcome = Outcome::SetupFailed;
+  int exit_code = -1;         // valid for Exited
+  int signal = 0;             // valid for Signaled
+  double wall_seconds = 0;
+  double cpu_seconds = 0;     // user + system of the whole tree that was reaped
+  std::uint64_t peak_rss_bytes = 0;
+  std::string stdout_data;    // at most output_limit_bytes
+  std::string stderr_data;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::string error;          // SetupFailed: which step and errno, in words
+
+  bool ok() const { return outcome == Outcome::Exited && exit_code == 0; }
+};
+
+const char* to_string(Outcome o);
+
+}  // namespace kjsandbox
