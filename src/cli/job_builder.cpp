@@ -1,0 +1,71 @@
+#include "cli/job_builder.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <stdexcept>
+
+namespace kj::cli {
+namespace v1 = kjudge::v1;
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string random_job_id() {
+  std::random_device rd;
+  return fmt::format("job-{:08x}{:08x}", rd(), rd());
+}
+
+namespace {
+
+template <typename Msg>
+Msg parse_json(const std::filesystem::path& p) {
+  Msg m;
+  auto st = google::protobuf::util::JsonStringToMessage(read_text(p), &m);
+  if (!st.ok()) throw std::runtime_error(fmt::format("{}: {}", p.string(), st.message().as_string()));
+  return m;
+}
+
+}  // namespace
+
+v1::Job build_job(const JobSpec& spec) {
+  v1::Job job;
+  if (spec.job_json) job = parse_json<v1::Job>(*spec.job_json);
+  if (spec.task_json) {
+    *job.mutable_native() = parse_json<v1::NativeTask>(*spec.task_json);
+    auto* ref = job.mutable_native()->mutable_reference_source();
+    if (spec.reference) {
+      ref->set_name(spec.reference->filename().string());
+      ref->set_text(read_text(*spec.reference));
+    } else if (!ref->name().empty() && ref->text().empty()) {
+      ref->set_text(read_text(spec.task_json->parent_path() / ref->name()));
+    }
+  }
+  if (spec.candidate) {
+    if (!job.has_native()) throw std::runtime_error("--candidate needs --task (or a native task in --job)");
+    auto* c = job.mutable_native()->mutable_candidate();
+    c->set_name(spec.candidate->filename().string());
+    c->set_text(read_text(*spec.candidate));
+  }
+  if (!spec.job_id.empty()) job.set_job_id(spec.job_id);
+  if (job.job_id().empty()) job.set_job_id(random_job_id());
+  if (spec.tenant) job.set_tenant(*spec.tenant);
+  if (job.tenant().empty()) job.set_tenant("dev");
+  if (!spec.batch_id.empty()) job.set_batch_id(spec.batch_id);
+  if (spec.compile_wall_ms) job.mutable_limits()->set_compile_wall_ms(spec.compile_wall_ms);
+  if (spec.run_wall_ms) job.mutable_limits()->set_run_wall_ms(spec.run_wall_ms);
+  if (spec.trials) job.mutable_options()->mutable_timing()->set_max_trials(spec.trials);
+  if (spec.sets) job.mutable_options()->set_correctness_sets(spec.sets);
+  if (!spec.reward_policy.empty()) job.mutable_options()->set_reward_policy(spec.reward_policy);
+  *job.mutable_submitted_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  return job;
+}
+
+}  // namespace kj::cli

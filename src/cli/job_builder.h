@@ -1,0 +1,31 @@
+// Builds a Job from a task file (a NativeTask in protobuf JSON) plus source files and flags.
+// Shared by `kjudge submit` and `kjudge eval`.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "kjudge/v1/job.pb.h"
+
+namespace kj::cli {
+
+struct JobSpec {
+  std::optional<std::filesystem::path> job_json;   // a complete Job in protobuf JSON
+  std::optional<std::filesystem::path> task_json;  // a NativeTask in protobuf JSON
+  std::optional<std::filesystem::path> candidate;
+  std::optional<std::filesystem::path> reference;  // default: reference_source.name next to the task
+  std::string job_id;                              // default: random
+  std::optional<std::string> tenant;              // default: the job file's, else "dev"
+  std::string batch_id;
+  std::uint32_t compile_wall_ms = 0, run_wall_ms = 0, trials = 0, sets = 0;
+  std::string reward_policy;
+};
+
+// Throws std::runtime_error with a message naming the file or flag at fault.
+kjudge::v1::Job build_job(const JobSpec& spec);
+
+std::string read_text(const std::filesystem::path& p);
+std::string random_job_id();
+
+}  // namespace kj::cli

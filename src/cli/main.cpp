@@ -1,0 +1,151 @@
+// kjudge: the command-line client. submit / wait / eval / status.
+#include <CLI/CLI.hpp>
+#include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/job_builder.h"
+#include "cli/result_view.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "kjqueue/queue.h"
+#include "pipeline/judge.h"
+#include "pipeline/validate.h"
+
+namespace {
+
+namespace v1 = kjudge::v1;
+using kj::cli::JobSpec;
+
+std::string default_redis_url() {
+  if (const char* u = std::getenv("KJUDGE_REDIS")) return u;
+  std::filesystem::path rt;
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR")) rt = std::filesystem::path(x) / "kjudge";
+  else rt = std::filesystem::temp_directory_path() / ("kjudge-" + std::to_string(::getuid()));
+  return "unix://" + (rt / "redis.sock").string();
+}
+
+void add_job_options(CLI::App* cmd, JobSpec& s) {
+  cmd->add_option("--job", s.job_json, "a complete kjudge.v1.Job in protobuf JSON")->check(CLI::ExistingFile);
+  cmd->add_option("--task", s.task_json, "a kjudge.v1.NativeTask in protobuf JSON")->check(CLI::ExistingFile);
+  cmd->add_option("--candidate", s.candidate, "candidate source file")->check(CLI::ExistingFile);
+  cmd->add_option("--reference", s.reference, "reference source (default: the task's reference_source.name)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--job-id", s.job_id, "idempotency key (default: random)");
+  cmd->add_option("--tenant", s.tenant, "tenant (default: the job's, else 'dev')");
+  cmd->add_option("--batch", s.batch_id, "batch id");
+  cmd->add_option("--compile-wall-ms", s.compile_wall_ms, "build time limit");
+  cmd->add_option("--run-wall-ms", s.run_wall_ms, "run time limit per sandboxed run");
+  cmd->add_option("--trials", s.trials, "timed trials");
+  cmd->add_option("--sets", s.sets, "correctness input sets");
+  cmd->add_option("--reward-policy", s.reward_policy, "default-v1 | binary-v1 | buckets-v1");
+}
+
+int print_result(const v1::Result& r, bool json) {
+  std::cout << (json ? kj::cli::json_view(r) + "\n" : kj::cli::text_view(r));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kjudge: submit kernels to kjudge and read verdicts"};
+  app.require_subcommand(1);
+  std::string redis = default_redis_url();
+  int partition = 0;
+  app.add_option("--redis", redis, "Redis URL (env KJUDGE_REDIS; default: the dev daemon's socket)");
+  app.add_option("--partition", partition, "queue partition");
+
+  JobSpec submit_spec, eval_spec;
+  std::optional<std::string> raw_payload_file, raw_job_id;
+  auto* submit = app.add_subcommand("submit", "put a job on the queue; prints its job id");
+  add_job_options(submit, submit_spec);
+  submit->add_option("--raw-payload", raw_payload_file, "send this file's bytes as the job payload, unchecked (testing)")
+      ->check(CLI::ExistingFile);
+
+  std::string wait_id, wait_tenant = "dev";
+  double wait_timeout = 300;
+  bool json = false;
+  auto* wait = app.add_subcommand("wait", "block until a job's result exists and print it");
+  wait->add_option("job_id", wait_id)->required();
+  wait->add_option("--tenant", wait_tenant, "tenant of the job");
+  wait->add_option("--timeout", wait_timeout, "seconds (exit code 3 when it passes)");
+  wait->add_flag("--json", json, "print the Result in protobuf JSON");
+
+  std::optional<std::string> config_file;
+  auto* eval = app.add_subcommand("eval", "judge one job locally, in this process (no Redis)");
+  add_job_options(eval, eval_spec);
+  eval->add_flag("--json", json, "print the Result in protobuf JSON");
+  eval->add_option("-c,--config", config_file, "kjudged config (limits, sandbox)")->check(CLI::ExistingFile);
+
+  auto* status = app.add_subcommand("status", "queues per tenant and live nodes");
+  status->add_flag("--json", json, "machine-readable output");
+
+  CLI11_PARSE(app, argc, argv);
+  kj::log::init("warn");
+  try {
+    if (*submit) {
+      kjqueue::Queue q(kjqueue::Endpoint{redis}, partition);
+      if (raw_payload_file) {
+        const std::string id = submit_spec.job_id.empty() ? kj::cli::random_job_id() : submit_spec.job_id;
+        q.submit(submit_spec.tenant.value_or("dev"), id, kj::cli::read_text(*raw_payload_file));
+        std::cout << id << "\n";
+        return 0;
+      }
+      const v1::Job job = kj::cli::build_job(submit_spec);
+      q.submit(job.tenant(), job.job_id(), job.SerializeAsString());
+      std::cout << job.job_id() << "\n";
+      return 0;
+    }
+    if (*wait) {
+      kjqueue::Queue q(kjqueue::Endpoint{redis}, partition);
+      auto bytes = q.wait_result(wait_tenant, wait_id,
+                                 std::chrono::milliseconds(static_cast<long>(wait_timeout * 1000)));
+      if (!bytes) {
+        std::cerr << "kjudge: no result for " << wait_id << " within " << wait_timeout << " s\n";
+        return 3;
+      }
+      v1::Result r;
+      if (!r.ParseFromString(*bytes)) throw std::runtime_error("stored result is not a kjudge.v1.Result");
+      return print_result(r, json);
+    }
+    if (*eval) {
+      kj::Config cfg = kj::load_config(config_file ? std::optional<std::filesystem::path>(*config_file) : std::nullopt);
+      if (!config_file) cfg.state_dir = std::filesystem::temp_directory_path() / ("kjudge-eval-" + std::to_string(::getpid()));
+      const v1::Job job = kj::cli::build_job(eval_spec);
+      const v1::Result r = kj::judge(job, kj::JudgeContext{cfg, cfg.node + "/local"});
+      std::error_code ec;
+      if (!config_file) std::filesystem::remove_all(cfg.state_dir, ec);
+      return print_result(r, json);
+    }
+    if (*status) {
+      kjqueue::Queue q(kjqueue::Endpoint{redis}, partition);
+      const auto st = q.status();
+      if (json) {
+        nlohmann::json j = {{"tenants", nlohmann::json::array()}, {"nodes", nlohmann::json::array()}};
+        for (const auto& t : st.tenants)
+          j["tenants"].push_back({{"tenant", t.tenant}, {"queued", t.queued}, {"pending", t.pending},
+                                  {"lag", t.lag}, {"completed", t.completed}});
+        for (const auto& n : st.nodes)
+          j["nodes"].push_back({{"node", n.node}, {"info", nlohmann::json::parse(n.info, nullptr, false)}, {"ttl_ms", n.ttl_ms}});
+        std::cout << j.dump(2) << "\n";
+        return 0;
+      }
+      std::cout << "tenants:\n";
+      for (const auto& t : st.tenants)
+        std::cout << "  " << t.tenant << ": queued " << t.queued << ", lag " << t.lag << ", pending " << t.pending
+                  << ", completed " << t.completed << "\n";
+      std::cout << "nodes:\n";
+      for (const auto& n : st.nodes) std::cout << "  " << n.node << " " << n.info << "\n";
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "kjudge: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

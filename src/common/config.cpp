@@ -1,0 +1,110 @@
+#include "common/config.h"
+
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kj {
+namespace {
+
+template <typename T>
+void take(const toml::table& t, std::string_view key, T& out) {
+  if (auto v = t[key].value<T>()) out = *v;
+}
+
+void take_u32(const toml::table& t, std::string_view key, std::uint32_t& out) {
+  if (auto v = t[key].value<std::int64_t>()) {
+    if (*v < 0 || *v > UINT32_MAX) throw std::runtime_error(std::string(key) + " out of range");
+    out = static_cast<std::uint32_t>(*v);
+  }
+}
+
+void take_u64(const toml::table& t, std::string_view key, std::uint64_t& out) {
+  if (auto v = t[key].value<std::int64_t>()) {
+    if (*v < 0) throw std::runtime_error(std::string(key) + " must not be negative");
+    out = static_cast<std::uint64_t>(*v);
+  }
+}
+
+void apply(const toml::table& root, Config& c) {
+  if (auto d = root["daemon"].as_table()) {
+    take(*d, "node", c.node);
+    std::string s;
+    take(*d, "state_dir", s);
+    if (!s.empty()) c.state_dir = s;
+    std::int64_t w = c.workers;
+    take(*d, "workers", w);
+    if (w < 1 || w > 1024) throw std::runtime_error("daemon.workers must be in 1..1024");
+    c.workers = static_cast<unsigned>(w);
+    std::int64_t ttl = c.result_ttl.count();
+    take(*d, "result_ttl_s", ttl);
+    c.result_ttl = std::chrono::seconds(ttl);
+    take(*d, "log_level", c.log_level);
+    take(*d, "keep_job_dirs", c.keep_job_dirs);
+    std::string runner;
+    take(*d, "runner_path", runner);
+    if (!runner.empty()) c.runner_path = runner;
+    take(*d, "opencl_device_type", c.opencl_device_type);
+  }
+  if (auto r = root["redis"].as_table()) {
+    take(*r, "url", c.redis.url);
+    take(*r, "username", c.redis.username);
+    take(*r, "password", c.redis.password);
+    std::int64_t p = c.redis.partition;
+    take(*r, "partition", p);
+    c.redis.partition = static_cast<int>(p);
+  }
+  if (auto s = root["sandbox"].as_table()) {
+    if (auto v = (*s)["host_uid"].value<std::int64_t>()) c.sandbox.host_uid = static_cast<std::uint32_t>(*v);
+    if (auto v = (*s)["host_gid"].value<std::int64_t>()) c.sandbox.host_gid = static_cast<std::uint32_t>(*v);
+    if (auto arr = (*s)["extra_ro_binds"].as_array())
+      for (auto& e : *arr)
+        if (auto p = e.value<std::string>()) c.sandbox.extra_ro_binds.push_back(*p);
+  }
+  if (auto l = root["limits"].as_table()) {
+    take_u32(*l, "compile_wall_ms", c.limits.compile_wall_ms);
+    take_u32(*l, "run_wall_ms", c.limits.run_wall_ms);
+    take_u32(*l, "max_compile_wall_ms", c.limits.max_compile_wall_ms);
+    take_u32(*l, "max_run_wall_ms", c.limits.max_run_wall_ms);
+    take_u64(*l, "output_bytes", c.limits.output_bytes);
+    take_u64(*l, "max_job_bytes", c.limits.max_job_bytes);
+  }
+}
+
+void apply_file(const std::filesystem::path& file, Config& c) {
+  try {
+    apply(toml::parse_file(file.string()), c);
+  } catch (const toml::parse_error& e) {
+    throw std::runtime_error(file.string() + ": " + std::string(e.description()));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+Config load_config(const std::optional<std::filesystem::path>& file) {
+  Config c;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  c.node = host;
+  if (file) {
+    apply_file(*file, c);
+    std::filesystem::path dropins = file->string() + ".d";
+    if (std::filesystem::is_directory(dropins)) {
+      std::vector<std::filesystem::path> parts;
+      for (auto& e : std::filesystem::directory_iterator(dropins))
+        if (e.path().extension() == ".toml") parts.push_back(e.path());
+      std::sort(parts.begin(), parts.end());
+      for (auto& p : parts) apply_file(p, c);
+    }
+  }
+  if (c.runner_path.empty()) c.runner_path = self_dir() / "kjudge-runner";
+  return c;
+}
+
+std::filesystem::path self_dir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path(); }
+
+}  // namespace kj

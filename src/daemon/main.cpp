@@ -1,0 +1,49 @@
+// kjudged: the kjudge worker daemon.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "daemon/daemon.h"
+#include "daemon/dev_redis.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kjudged: judges GPU kernel jobs from Redis"};
+  std::optional<std::string> config_file, redis_url, runtime_dir, log_level;
+  std::optional<unsigned> workers;
+  bool dev = false;
+  app.add_option("-c,--config", config_file, "TOML config file (drop-ins: <file>.d/*.toml)")->check(CLI::ExistingFile);
+  app.add_flag("--dev", dev, "single-node dev mode: start a private redis-server on a unix socket");
+  app.add_option("--runtime-dir", runtime_dir, "dev mode: directory for the socket and state (default $XDG_RUNTIME_DIR/kjudge)");
+  app.add_option("--redis", redis_url, "Redis URL (unix:///path, tcp://host:port); overrides the config");
+  app.add_option("--workers", workers, "concurrent jobs")->check(CLI::Range(1u, 1024u));
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    kj::Config cfg = kj::load_config(config_file ? std::optional<std::filesystem::path>(*config_file) : std::nullopt);
+    if (log_level) cfg.log_level = *log_level;
+    if (workers) cfg.workers = *workers;
+    kj::log::init(cfg.log_level);
+    std::optional<kj::DevRedis> dev_redis;
+    if (dev) {
+      std::filesystem::path rt;
+      if (runtime_dir) rt = *runtime_dir;
+      else if (const char* x = std::getenv("XDG_RUNTIME_DIR")) rt = std::filesystem::path(x) / "kjudge";
+      else rt = std::filesystem::temp_directory_path() / ("kjudge-" + std::to_string(::getuid()));
+      dev_redis.emplace(rt);
+      cfg.redis.url = dev_redis->url();
+      if (!config_file) cfg.state_dir = rt / "state";
+    }
+    if (redis_url) cfg.redis.url = *redis_url;
+    kj::Daemon daemon(std::move(cfg));
+    return daemon.run();
+  } catch (const std::exception& e) {
+    kj::log::error("daemon.fatal", {{"error", e.what()}});
+    return 1;
+  }
+}

@@ -1,0 +1,67 @@
+#include "pipeline/feedback.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+#include <vector>
+
+namespace kj {
+namespace v1 = kjudge::v1;
+
+std::string compile_log_excerpt(const std::string& log, std::size_t max_lines) {
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::vector<std::string> picked;
+  for (std::size_t i = 0; i < lines.size() && picked.size() < max_lines; ++i) {
+    if (lines[i].find("error") == std::string::npos) continue;
+    picked.push_back(lines[i]);
+    // the source line and caret that gcc/clang print under an error
+    for (std::size_t k = i + 1; k < lines.size() && k <= i + 2 && picked.size() < max_lines; ++k)
+      if (lines[k].starts_with(" ")) picked.push_back(lines[k]);
+  }
+  if (picked.empty())  // no "error" marker: the tail is the best guess
+    for (std::size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size(); ++i)
+      picked.push_back(lines[i]);
+  std::string out;
+  for (auto& p : picked) out += p + "\n";
+  return out;
+}
+
+std::string make_feedback(const v1::Result& r, const std::string& runtime_detail) {
+  switch (r.status()) {
+    case v1::OK: {
+      const auto& p = r.performance();
+      if (p.candidate().trials() == 0) return "Correct on every input set (timing skipped).";
+      return fmt::format("Correct on every input set. {:.2f}x the reference ({:.4f} ms vs {:.4f} ms median over {} trials).",
+                         p.speedup(), p.candidate().median_ms(), p.baseline().median_ms(), p.candidate().trials());
+    }
+    case v1::COMPILE_ERROR:
+      return "Compilation failed:\n" + compile_log_excerpt(r.compile().log());
+    case v1::INCORRECT: {
+      std::string out = "Wrong output.";
+      for (const auto& s : r.correctness()) {
+        for (const auto& o : s.outputs()) {
+          if (o.passed()) continue;
+          out += fmt::format(" Input set '{}', output '{}': {} of {} elements off (max abs error {:.3g}, max rel error {:.3g}",
+                             s.name(), o.arg(), o.mismatches(), o.elements(), o.max_abs_error(), o.max_rel_error());
+          if (o.first_mismatch_index() >= 0) out += fmt::format(", first bad index {}", o.first_mismatch_index());
+          out += fmt::format("; tolerance atol {:.1g} rtol {:.1g}).", o.atol(), o.rtol());
+          if (!o.problem().empty()) out += " " + o.problem() + ".";
+        }
+      }
+      return out;
+    }
+    case v1::TIMEOUT: return r.message() + ". Check for loops that never end or work far beyond the task's size.";
+    case v1::RUNTIME_ERROR:
+    case v1::OUTPUT_LIMIT:
+    case v1::MEMORY_LIMIT: {
+      std::string out = r.message() + ".";
+      if (!runtime_detail.empty()) out += "\n" + runtime_detail;
+      return out;
+    }
+    default: return r.message();
+  }
+}
+
+}  // namespace kj

@@ -1,0 +1,33 @@
+// Toolchain profiles as data: how a language is built and which extra flags a job may add.
+// A new language or vendor is a new table entry, not new pipeline code.
+#pragma once
+
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/repeated_ptr_field.h>
+
+#include "kjudge/v1/job.pb.h"
+
+namespace kj {
+
+struct Toolchain {
+  kjudge::v1::Language language;
+  std::string source_name;    // file the candidate is written to inside /job
+  std::string artifact_name;  // what the build produces inside /job
+  // Build command inside the sandbox. Empty = the runner builds it (OpenCL: clBuildProgram).
+  std::vector<std::string> compile_argv;
+  std::vector<std::string> allowed_flag_patterns;  // full-match regexes for job.compile_flags
+  std::string gpu_profile;                         // passthrough profile for run slots ("" = none)
+
+  // Full build argv including the job's flags (already checked).
+  std::vector<std::string> build_argv(const google::protobuf::RepeatedPtrField<std::string>& flags) const;
+  // A message when a flag is not allowed.
+  std::optional<std::string> check_flags(const google::protobuf::RepeatedPtrField<std::string>& flags) const;
+};
+
+const Toolchain* toolchain_for(kjudge::v1::Language language);  // nullptr when unsupported
+
+}  // namespace kj

@@ -1,0 +1,26 @@
+// Stage 0: turn raw queue bytes into a Job we are willing to run, or say precisely why not.
+// Everything rejected here becomes an INVALID_JOB result; nothing is dropped.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "common/config.h"
+#include "kjudge/v1/job.pb.h"
+
+namespace kj {
+
+struct InvalidJob {
+  std::string message;
+};
+
+// `expected_tenant`: the tenant whose stream carried the job (empty = don't check, local eval).
+std::variant<kjudge::v1::Job, InvalidJob> decode_job(const std::optional<std::string>& payload,
+                                                     const std::string& expected_tenant,
+                                                     const LimitsConfig& limits);
+
+// Semantic checks of an already-parsed job (also used by `kjudge eval` and the CLI before submit).
+std::optional<InvalidJob> validate_job(const kjudge::v1::Job& job, const LimitsConfig& limits);
+
+}  // namespace kj
