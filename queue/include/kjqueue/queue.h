@@ -25,6 +25,9 @@ struct Endpoint {
   std::string username;  // ACL user (later issue); empty = default user
   std::string password;
   std::chrono::milliseconds connect_timeout{2000};
+  // Longest wait for one reply (blocking reads get their BLOCK time on top). After a timeout or
+  // any I/O error the connection is dropped and the next call reconnects.
+  std::chrono::milliseconds command_timeout{10000};
 };
 
 // Key names: every key carries the partition hash tag and, where it concerns one tenant, the
@@ -96,13 +99,19 @@ class Queue {
   void load_functions();
 
   // FCALL kj_submit: idempotent by job_id, registers the tenant, creates the group.
+  // Throws QueueError on an invalid tenant or job id. (Any FCALL that finds the functions missing,
+  // e.g. after a Redis restart without persistence, loads them once and retries.)
   SubmitResult submit(const std::string& tenant, const std::string& job_id, const std::string& payload);
 
-  // XREADGROUP over every registered tenant's stream; blocks up to `block` when nothing is there.
+  // XREADGROUP over every registered tenant's stream; blocks up to `block` when nothing is there
+  // (block <= 0: do not block). `max` is XREADGROUP's COUNT, which applies per tenant stream, so
+  // one call can return up to max x tenants deliveries (all of them pending on `consumer`).
   std::vector<Delivery> fetch(const std::string& consumer, std::size_t max, std::chrono::milliseconds block);
 
   // FCALL kj_complete: store the result (first one wins, TTL), emit the completion event on the
   // tenant's done stream, then XACK. Returns false when a result already existed (still acks).
+  // A job_id that is not valid_job_id (a malformed entry) files the result under "#<entry id>".
+  // Throws QueueError on a connection error: the entry then stays pending (redelivered later).
   bool complete(const Delivery& delivery, const std::string& job_id, const std::string& result_bytes,
                 const std::string& verdict_name, std::chrono::seconds ttl);
 
@@ -112,7 +121,10 @@ class Queue {
   std::optional<std::string> wait_result(const std::string& tenant, const std::string& job_id,
                                          std::chrono::milliseconds timeout);
 
+  // SET kj:{pN}:node:<node> info EX ttl. node: [A-Za-z0-9._:-]{1,128}, else QueueError.
   void heartbeat(const std::string& node, const std::string& info_json, std::chrono::seconds ttl);
+  // Per registered tenant: stream length, pending, lag, completions; live nodes (SCAN, not KEYS).
+  // Throws QueueError naming the key when a tenant's key is not a stream.
   QueueStatus status();
 
   // Raw command for tools and tests (argv form, binary-safe). Returns the reply as text/array

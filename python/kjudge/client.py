@@ -1,0 +1,200 @@
+"""The kjudge queue client for trainers and evaluators (design §8).
+
+Jobs go in through the server-side function ``kj_submit`` (queue/lua/kjudge.lua), the same one
+libkjqueue calls, so Python and C++ clients agree on key names (kjudge.keys mirrors
+queue/src/keys.cpp), idempotency and tenant registration. Results are read from their own keys;
+waiting uses the tenant's completion stream without a race between "is it there?" and "block".
+
+    from kjudge.client import Client
+    from kjudge.v1 import job_pb2
+
+    c = Client("unix:///run/kjudge/redis.sock")
+    entry_id, duplicate = c.submit(job_pb2.Job(job_id="step7-cand12", tenant="team-a", ...))
+    result = c.wait("team-a", "step7-cand12", timeout_s=600)   # kjudge.v1.Result or None
+"""
+
+import pathlib
+import time
+import urllib.parse
+
+import redis
+from google.protobuf.message import DecodeError
+
+from kjudge import keys
+from kjudge.v1 import job_pb2, result_pb2
+
+LIBRARY = "kjudge"
+# The source tree's copy; kjudged loads the same file (embedded at build time).
+LUA_PATH = pathlib.Path(__file__).resolve().parents[2] / "queue" / "lua" / "kjudge.lua"
+
+_WAIT_BATCH = 1000  # completion events read per XREAD
+_PIPELINE_CHUNK = 1000  # submissions per round trip in submit_many
+
+
+class QueueError(Exception):
+    """Redis said no, the connection broke, or a name is invalid. The message is readable."""
+
+
+def _connect(url: str, connect_timeout_s: float) -> redis.Redis:
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme == "unix":
+        if not parsed.path.startswith("/"):
+            raise QueueError("redis url %r: unix:// needs an absolute socket path" % url)
+        return redis.Redis(unix_socket_path=parsed.path, socket_connect_timeout=connect_timeout_s)
+    if parsed.scheme in ("redis", "tcp"):
+        if parsed.scheme == "tcp":
+            url = "redis://" + url[len("tcp://"):]
+        return redis.Redis.from_url(url, socket_connect_timeout=connect_timeout_s)
+    raise QueueError("redis url %r: unsupported scheme (use unix://, tcp:// or redis://)" % url)
+
+
+def _check_names(tenant: str, job_id: str) -> None:
+    if not keys.valid_tenant(tenant):
+        raise QueueError("invalid tenant %r (want [a-z0-9_-]{1,64})" % (tenant,))
+    if not keys.valid_job_id(job_id):
+        raise QueueError("invalid job id %r (want [A-Za-z0-9._:-]{1,128})" % (job_id,))
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _parse_result(raw):
+    if raw is None:
+        return None
+    try:
+        return result_pb2.Result.FromString(raw)
+    except DecodeError as e:
+        raise QueueError("stored result is not a kjudge.v1.Result: %s" % e) from e
+
+
+class Client:
+    """One Redis connection pool. Thread-safe as redis-py is (one pool, many threads)."""
+
+    def __init__(self, url: str, *, connect_timeout_s: float = 2.0):
+        self.url = url
+        self._redis = _connect(url, connect_timeout_s)
+
+    @property
+    def redis(self) -> redis.Redis:
+        """The underlying redis-py client, for tools and tests."""
+        return self._redis
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except redis.ResponseError as e:
+            if "Function not found" in str(e):
+                raise QueueError(
+                    "the kjudge functions are not loaded in Redis at %s: start kjudged "
+                    "(it loads them) or call Client.load_functions()" % self.url) from e
+            raise QueueError("redis %s: %s" % (self.url, e)) from e
+        except redis.RedisError as e:
+            raise QueueError("redis %s: %s" % (self.url, e)) from e
+
+    # -- functions ---------------------------------------------------------------------------
+
+    def functions_loaded(self) -> bool:
+        return bool(self._call(self._redis.execute_command, "FUNCTION", "LIST", "LIBRARYNAME", LIBRARY))
+
+    def load_functions(self, replace: bool = False, path: pathlib.Path = LUA_PATH) -> bool:
+        """Loads queue/lua/kjudge.lua from the source tree unless the library is there already
+        (or always, with replace=True). Returns whether it loaded."""
+        if not replace and self.functions_loaded():
+            return False
+        try:
+            code = pathlib.Path(path).read_text()
+        except OSError as e:
+            raise QueueError("cannot read the kjudge function library %s: %s" % (path, e)) from e
+        self._call(self._redis.execute_command, "FUNCTION", "LOAD", "REPLACE", code)
+        return True
+
+    # -- submitting --------------------------------------------------------------------------
+
+    @staticmethod
+    def _submit_args(job: job_pb2.Job, partition: int):
+        if not isinstance(job, job_pb2.Job):
+            raise QueueError("submit wants a kjudge.v1.job_pb2.Job, got %s" % type(job).__name__)
+        tenant, job_id = job.tenant, job.job_id
+        _check_names(tenant, job_id)
+        return ("kj_submit", 3,
+                keys.jobs(partition, tenant), keys.job_marker(partition, tenant, job_id), keys.tenants(partition),
+                job_id, job.SerializeToString(), tenant)
+
+    def submit(self, job: job_pb2.Job, partition: int = 0):
+        """Enqueues one job. Idempotent by (tenant, job_id): a repeated submission returns the
+        first one's stream entry id and duplicate=True. Returns (entry_id, duplicate)."""
+        entry_id, duplicate = self._call(self._redis.fcall, *self._submit_args(job, partition))
+        return _text(entry_id), bool(duplicate)
+
+    def submit_many(self, jobs, partition: int = 0):
+        """submit() for many jobs, pipelined (one round trip per 1000 jobs). Every job is
+        validated before anything is sent. Returns [(entry_id, duplicate), ...] in order."""
+        calls = [self._submit_args(job, partition) for job in jobs]
+        out = []
+        for start in range(0, len(calls), _PIPELINE_CHUNK):
+            pipe = self._redis.pipeline(transaction=False)
+            for args in calls[start:start + _PIPELINE_CHUNK]:
+                pipe.fcall(*args)
+            replies = self._call(pipe.execute)
+            out.extend((_text(entry_id), bool(dup)) for entry_id, dup in replies)
+        return out
+
+    # -- results -----------------------------------------------------------------------------
+
+    def get_result(self, tenant: str, job_id: str, partition: int = 0):
+        """The job's kjudge.v1.Result, or None while there is none (or after it expired)."""
+        _check_names(tenant, job_id)
+        return _parse_result(self._call(self._redis.get, keys.result(partition, tenant, job_id)))
+
+    def wait(self, tenant: str, job_id: str, timeout_s: float, partition: int = 0):
+        """Blocks until the job's result exists or timeout_s passes; Result or None."""
+        return self.wait_many(tenant, [job_id], timeout_s, partition)[job_id]
+
+    def wait_many(self, tenant: str, job_ids, timeout_s: float, partition: int = 0):
+        """Waits for several jobs of one tenant at once (a trainer's batch). Returns
+        {job_id: Result or None}; None for those not done within timeout_s."""
+        job_ids = list(dict.fromkeys(job_ids))
+        for job_id in job_ids:
+            _check_names(tenant, job_id)
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        done = keys.done(partition, tenant)
+
+        # Note the last completion event *before* looking at the results: kj_complete stores a
+        # result and appends its event atomically, so anything completed after our look has an
+        # event after `last`, and the XREAD below sees it.
+        newest = self._call(self._redis.xrevrange, done, "+", "-", count=1)
+        last = newest[0][0] if newest else b"0-0"
+        out = {}
+        missing = self._fetch(tenant, job_ids, partition, out)
+
+        while missing:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                break
+            # block=0 would mean "forever"; left_ms >= 1 here
+            reply = self._call(self._redis.xread, {done: last}, count=_WAIT_BATCH, block=left_ms)
+            if not reply:
+                break  # timed out
+            finished = []
+            for _stream, entries in reply:
+                for entry_id, fields in entries:
+                    last = entry_id
+                    jid = _text(fields.get(b"id", b"")) if fields else ""
+                    if jid in missing:
+                        finished.append(jid)
+            if finished:
+                # done: the result is there now (or already expired again: None)
+                self._fetch(tenant, finished, partition, out)
+                missing -= set(finished)
+        return out
+
+    def _fetch(self, tenant, job_ids, partition, out):
+        """GETs results into `out`; returns the set of job ids that have none."""
+        raws = self._call(self._redis.mget, [keys.result(partition, tenant, j) for j in job_ids])
+        missing = set()
+        for job_id, raw in zip(job_ids, raws):
+            out[job_id] = _parse_result(raw)
+            if raw is None:
+                missing.add(job_id)
+        return missing

@@ -1,0 +1,48 @@
+#include <gtest/gtest.h>
+
+#include "pipeline/reward.h"
+
+namespace {
+namespace v1 = kjudge::v1;
+
+v1::Result with(v1::Verdict v, double speedup = 1.0) {
+  v1::Result r;
+  r.set_status(v);
+  r.mutable_performance()->set_speedup(speedup);
+  return r;
+}
+
+TEST(Reward, DefaultOrdersVerdicts) {
+  const double ok_fast = kj::compute_reward(with(v1::OK, 4.0), "").value();
+  const double ok_same = kj::compute_reward(with(v1::OK, 1.0), "").value();
+  const double ok_slow = kj::compute_reward(with(v1::OK, 0.25), "").value();
+  const double incorrect = kj::compute_reward(with(v1::INCORRECT), "").value();
+  const double compile = kj::compute_reward(with(v1::COMPILE_ERROR), "").value();
+  const double cheat = kj::compute_reward(with(v1::CHEAT), "").value();
+  EXPECT_GT(ok_fast, ok_same);
+  EXPECT_GT(ok_same, ok_slow);
+  EXPECT_GT(ok_slow, incorrect);
+  EXPECT_GT(incorrect, compile);
+  EXPECT_GT(compile, cheat);  // cheats score strictly below compile failures
+  EXPECT_DOUBLE_EQ(ok_same, 1.0);
+  EXPECT_EQ(kj::compute_reward(with(v1::OK), "").policy_version(), "default-v1");
+}
+
+TEST(Reward, SpeedupIsClipped) {
+  EXPECT_DOUBLE_EQ(kj::compute_reward(with(v1::OK, 1e6), "").value(), kj::compute_reward(with(v1::OK, 4.0), "").value());
+}
+
+TEST(Reward, InfraErrorsAreNeverScored) {
+  auto w = kj::compute_reward(with(v1::INFRA_ERROR), "");
+  EXPECT_EQ(w.policy_version(), "none");
+  EXPECT_EQ(w.value(), 0.0);
+}
+
+TEST(Reward, AlternativePolicies) {
+  EXPECT_DOUBLE_EQ(kj::compute_reward(with(v1::OK, 2.0), "binary-v1").value(), 2.3);
+  EXPECT_EQ(kj::compute_reward(with(v1::OK, 2.0), "buckets-v1").policy_version(), "buckets-v1");
+  EXPECT_LT(kj::compute_reward(with(v1::CHEAT), "buckets-v1").value(),
+            kj::compute_reward(with(v1::COMPILE_ERROR), "buckets-v1").value());
+}
+
+}  // namespace

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "pipeline/verdict.h"
+
+namespace {
+namespace v1 = kjudge::v1;
+using kjsandbox::Outcome;
+using kj::Party;
+
+kj::StepOutcome step(Outcome o, int code = 0, int sig = 0, std::optional<bool> runner_ok = true) {
+  kj::StepOutcome s;
+  s.sandbox.outcome = o;
+  s.sandbox.exit_code = code;
+  s.sandbox.signal = sig;
+  if (runner_ok) {
+    v1::RunnerReport r;
+    r.set_ok(*runner_ok);
+    r.set_error("clEnqueueNDRangeKernel: CL_OUT_OF_RESOURCES");
+    s.runner = r;
+  }
+  return s;
+}
+
+TEST(Verdict, RunOutcomesMapInPrecedenceOrder) {
+  EXPECT_FALSE(kj::decide_run(step(Outcome::Exited), Party::Candidate, 1000));
+  EXPECT_EQ(kj::decide_run(step(Outcome::SetupFailed), Party::Candidate, 1000)->verdict, v1::INFRA_ERROR);
+  EXPECT_EQ(kj::decide_run(step(Outcome::WallTimeout), Party::Candidate, 1000)->verdict, v1::TIMEOUT);
+  EXPECT_EQ(kj::decide_run(step(Outcome::OutputLimit), Party::Candidate, 1000)->verdict, v1::OUTPUT_LIMIT);
+  auto sig = kj::decide_run(step(Outcome::Signaled, 0, SIGSEGV), Party::Candidate, 1000);
+  EXPECT_EQ(sig->verdict, v1::RUNTIME_ERROR);
+  EXPECT_NE(sig->message.find("SIGSEGV"), std::string::npos);
+  auto api = kj::decide_run(step(Outcome::Exited, 1, 0, false), Party::Candidate, 1000);
+  EXPECT_EQ(api->verdict, v1::RUNTIME_ERROR);
+  EXPECT_NE(api->message.find("CL_OUT_OF_RESOURCES"), std::string::npos);
+  // exit(0) from inside the kernel leaves no report: not a success
+  EXPECT_EQ(kj::decide_run(step(Outcome::Exited, 0, 0, std::nullopt), Party::Candidate, 1000)->verdict,
+            v1::RUNTIME_ERROR);
+}
+
+TEST(Verdict, ReferenceFailuresAreTheJobsFaultButSandboxFailuresAreOurs) {
+  EXPECT_EQ(kj::decide_run(step(Outcome::Signaled, 0, SIGSEGV), Party::Reference, 1000)->verdict, v1::INVALID_JOB);
+  EXPECT_EQ(kj::decide_run(step(Outcome::SetupFailed), Party::Reference, 1000)->verdict, v1::INFRA_ERROR);
+  EXPECT_EQ(kj::decide_build(step(Outcome::Exited, 1, 0, std::nullopt), Party::Reference)->verdict, v1::INVALID_JOB);
+}
+
+TEST(Verdict, BuildFailuresAreCompileErrors) {
+  EXPECT_FALSE(kj::decide_build(step(Outcome::Exited, 0, 0, std::nullopt), Party::Candidate));
+  EXPECT_EQ(kj::decide_build(step(Outcome::Exited, 1, 0, std::nullopt), Party::Candidate)->verdict, v1::COMPILE_ERROR);
+  EXPECT_EQ(kj::decide_build(step(Outcome::WallTimeout), Party::Candidate)->verdict, v1::COMPILE_ERROR);
+  EXPECT_EQ(kj::decide_build(step(Outcome::Exited, 1, 0, false), Party::Candidate)->verdict, v1::COMPILE_ERROR);
+  EXPECT_EQ(kj::decide_build(step(Outcome::SetupFailed), Party::Candidate)->verdict, v1::INFRA_ERROR);
+}
+
+TEST(Verdict, CorrectnessNeedsEverySet) {
+  google::protobuf::RepeatedPtrField<v1::CorrectnessSet> sets;
+  sets.Add()->set_passed(true);
+  EXPECT_EQ(kj::decide_correctness(sets).verdict, v1::OK);
+  auto* bad = sets.Add();
+  bad->set_name("signed");
+  auto* o = bad->add_outputs();
+  o->set_arg("out");
+  EXPECT_EQ(kj::decide_correctness(sets).verdict, v1::INCORRECT);
+  EXPECT_NE(kj::decide_correctness(sets).message.find("signed"), std::string::npos);
+}
+
+}  // namespace
