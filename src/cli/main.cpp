@@ -45,6 +45,12 @@ void add_job_options(CLI::App* cmd, JobSpec& s) {
   cmd->add_option("--reward-policy", s.reward_policy, "default-v1 | binary-v1 | buckets-v1");
 }
 
+kjqueue::Endpoint endpoint_for(const std::string& url) {
+  kjqueue::Endpoint e;
+  e.url = url;
+  return e;
+}
+
 int print_result(const v1::Result& r, bool json) {
   std::cout << (json ? kj::cli::json_view(r) + "\n" : kj::cli::text_view(r));
   return 0;
@@ -89,7 +95,7 @@ int main(int argc, char** argv) {
   kj::log::init("warn");
   try {
     if (*submit) {
-      kjqueue::Queue q(kjqueue::Endpoint{redis}, partition);
+      kjqueue::Queue q(endpoint_for(redis), partition);
       if (raw_payload_file) {
         const std::string id = submit_spec.job_id.empty() ? kj::cli::random_job_id() : submit_spec.job_id;
         q.submit(submit_spec.tenant.value_or("dev"), id, kj::cli::read_text(*raw_payload_file));
@@ -102,7 +108,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*wait) {
-      kjqueue::Queue q(kjqueue::Endpoint{redis}, partition);
+      kjqueue::Queue q(endpoint_for(redis), partition);
       auto bytes = q.wait_result(wait_tenant, wait_id,
                                  std::chrono::milliseconds(static_cast<long>(wait_timeout * 1000)));
       if (!bytes) {
@@ -123,7 +129,7 @@ int main(int argc, char** argv) {
       return print_result(r, json);
     }
     if (*status) {
-      kjqueue::Queue q(kjqueue::Endpoint{redis}, partition);
+      kjqueue::Queue q(endpoint_for(redis), partition);
       const auto st = q.status();
       if (json) {
         nlohmann::json j = {{"tenants", nlohmann::json::array()}, {"nodes", nlohmann::json::array()}};

@@ -20,7 +20,11 @@ using namespace std::chrono_literals;
 namespace {
 
 kjqueue::Endpoint endpoint(const Config& cfg) {
-  return kjqueue::Endpoint{cfg.redis.url, cfg.redis.username, cfg.redis.password};
+  kjqueue::Endpoint e;
+  e.url = cfg.redis.url;
+  e.username = cfg.redis.username;
+  e.password = cfg.redis.password;
+  return e;
 }
 
 // Each slot thread keeps its own connection (hiredis contexts are not thread-safe).

@@ -24,7 +24,9 @@ DevRedis::DevRedis(const std::filesystem::path& dir) : socket_(dir / "redis.sock
   for (int i = 0; i < 200; ++i) {  // up to 10 s
     if (!child_.running()) throw std::runtime_error("redis-server exited at start; see " + (dir / "redis.log").string());
     try {
-      kjqueue::Queue probe(kjqueue::Endpoint{url()});
+      kjqueue::Endpoint ep;
+      ep.url = url();
+      kjqueue::Queue probe(ep);
       probe.command({"PING"});
       log::info("dev.redis_started", {{"socket", socket_.string()}, {"pid", child_.id()}});
       return;

@@ -60,9 +60,9 @@ std::string truncate_log(const std::string& log, bool& truncated) {
 std::string tail(const std::string& s, std::size_t n) { return s.size() > n ? "..." + s.substr(s.size() - n) : s; }
 
 // One side (candidate or reference) of a native job.
-struct Party {
+struct Side {
   const char* name;
-  kj::Party who;
+  Party who;
   const v1::SourceFile* source;
   fs::path dir;
 };
@@ -73,7 +73,7 @@ struct Budget {
 };
 
 // Build one party. Returns a decision when the build failed.
-std::optional<Decision> build(const Party& p, const v1::NativeTask& task, const Toolchain& tc, const Workspace& ws,
+std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const Toolchain& tc, const Workspace& ws,
                               const JudgeContext& ctx, const Budget& b, v1::CompileReport* report) {
   ws.write_file(p.dir / tc.source_name, p.source->text());
   const auto t0 = std::chrono::steady_clock::now();
@@ -139,8 +139,8 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
 
   Workspace ws(cfg.state_dir, job.job_id(), sandbox_host_uid(cfg.sandbox.host_uid),
                sandbox_host_gid(cfg.sandbox.host_gid), cfg.keep_job_dirs);
-  Party cand{"candidate", kj::Party::Candidate, &task.candidate(), ws.make_party_dir("candidate")};
-  Party ref{"reference", kj::Party::Reference, &task.reference_source(), ws.make_party_dir("reference")};
+  Side cand{"candidate", Party::Candidate, &task.candidate(), ws.make_party_dir("candidate")};
+  Side ref{"reference", Party::Reference, &task.reference_source(), ws.make_party_dir("reference")};
   StageClock clock(r);
   auto fail = [&](const Decision& d) {
     r.set_status(d.verdict);
@@ -163,7 +163,7 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
     ws.make_owned_dir(ref.dir / fs::path(out).filename());
     auto ref_step = run_runner(cfg, ref.dir, set.dir, run_request(task, tc, out, warmup, t), budget.run_ms,
                                budget.output_bytes, tc.gpu_profile);
-    if (auto d = decide_run(ref_step, kj::Party::Reference, budget.run_ms)) {
+    if (auto d = decide_run(ref_step, Party::Reference, budget.run_ms)) {
       detail = tail(ref_step.sandbox.stderr_data, 2000);
       return fail(*d);
     }
@@ -179,7 +179,7 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
       r.mutable_system()->set_runtime_version(cand_step.runner->platform_version());
       r.mutable_system()->set_driver_version(cand_step.runner->driver_version());
     }
-    if (auto d = decide_run(cand_step, kj::Party::Candidate, budget.run_ms)) {
+    if (auto d = decide_run(cand_step, Party::Candidate, budget.run_ms)) {
       detail = tail(cand_step.sandbox.stderr_data, 2000);
       fail(*d);
       break;

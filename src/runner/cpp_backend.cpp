@@ -105,7 +105,9 @@ void run_cpp(const v1::RunnerRequest& request, v1::RunnerReport& report) {
   // Inputs first: a bad input is our error, whatever the artifact does when loaded.
   std::vector<HostArg> args = load_args(request);
 
-  Library lib(dlopen(request.artifact_path().c_str(), RTLD_NOW | RTLD_LOCAL));
+  // NODELETE: dlclose at the end must not unmap code that a thread the candidate left behind (or an
+  // atexit handler it registered) may still run before the process exits.
+  Library lib(dlopen(request.artifact_path().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE));
   if (!lib) throw RunnerError(fmt::format("dlopen failed: {}", dl_error()));
   dlerror();  // clear
   void* sym = dlsym(lib.get(), request.entry().c_str());

@@ -4,49 +4,14 @@ Run: cd /work/main && PYTHONPATH=python /usr/bin/python3 -m pytest -q tests/pyth
 (needs a build first: it generates python/kjudge/v1/*_pb2.py).
 """
 
-import os
-import shutil
-import subprocess
-import tempfile
 import threading
 import time
 
 import pytest
-import redis
 
 from kjudge import keys
 from kjudge.client import Client, QueueError
 from kjudge.v1 import job_pb2, result_pb2, verdict_pb2
-
-REDIS_SERVER = os.environ.get("KJUDGE_REDIS_SERVER", "/usr/bin/redis-server")
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    # unix socket paths are limited to 107 bytes; pytest's tmp_path can be longer
-    d = str(tmp_path) if len(str(tmp_path)) < 80 else tempfile.mkdtemp(prefix="kjredis.")
-    sock = os.path.join(d, "redis.sock")
-    proc = subprocess.Popen(
-        [REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700", "--dir", d,
-         "--save", "", "--appendonly", "no", "--logfile", os.path.join(d, "redis.log")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                if redis.Redis(unix_socket_path=sock).ping():
-                    break
-            except redis.ConnectionError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not start: " + open(os.path.join(d, "redis.log")).read())
-            time.sleep(0.01)
-        yield "unix://" + sock
-    finally:
-        proc.kill()
-        proc.wait()
-        if d != str(tmp_path):
-            shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -60,4 +60,10 @@ struct Policy {
   std::string stdin_path;                   // host file fed to stdin; empty = /dev/null
 };
 
+// Read-only binds of the host system a sandbox needs to run g++, python3 and OpenCL (PoCL):
+// /usr, /etc/alternatives, /etc/ld.so.cache, /etc/OpenCL and /sys/devices/system/cpu (PoCL's
+// hwloc needs the CPU topology), each only if the host has it.
+// The /bin, /lib... symlinks of a merged-/usr host are recreated by the launcher.
+std::vector<BindMount> default_system_binds();
+
 }  // namespace kjsandbox

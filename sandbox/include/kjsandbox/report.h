@@ -20,6 +20,9 @@ struct Report {
   int signal = 0;             // valid for Signaled
   double wall_seconds = 0;
   double cpu_seconds = 0;     // user + system of the whole tree that was reaped
+  // ru_maxrss of the reaped tree. Caveat: a fork copies the caller's page tables and execve
+  // folds the old mm's RSS into ru_maxrss, so this is at least the calling process's RSS at
+  // run() time; cgroup memory accounting (next issue) replaces it.
   std::uint64_t peak_rss_bytes = 0;
   std::string stdout_data;    // at most output_limit_bytes
   std::string stderr_data;

@@ -1,0 +1,92 @@
+// Everything the cloned child needs, precomputed by the parent as plain C strings and numbers.
+// Between clone and execve the child only reads this (its copy-on-write copy) and makes system
+// calls; it never allocates, formats or takes a lock.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "kjsandbox/policy.h"
+
+namespace kjsandbox {
+
+// Fixed places used while building the root (inside the child's private mount namespace):
+// a scratch tmpfs is mounted on kScratchDir and pivoted into, the host root is then reachable
+// under /oldroot and the new root is assembled under /newroot.
+inline constexpr const char* kScratchDir = "/tmp";
+inline constexpr const char* kScratchNewRoot = "/tmp/newroot";
+inline constexpr const char* kScratchOldRoot = "/tmp/oldroot";
+inline constexpr const char* kOldRoot = "/oldroot";
+inline constexpr const char* kNewRoot = "/newroot";
+
+struct MountOp {
+  enum class Kind { Bind, Tmpfs, Symlink, Proc };
+  Kind kind = Kind::Bind;
+  const char* source = nullptr;   // Bind: host path as seen under /oldroot; Symlink: link text
+  const char* target = nullptr;   // absolute path under /newroot
+  const char* data = nullptr;     // Tmpfs: mount options ("size=...,mode=...")
+  unsigned long mount_flags = 0;  // Tmpfs/Proc: MS_* flags
+  std::uint64_t attrs = 0;        // Bind: MOUNT_ATTR_* to add (recursively when `recursive`)
+  bool source_is_dir = true;      // Bind: mount point is a directory (else an empty file)
+  bool recursive = true;          // Bind: MS_REC
+  // Parent only (never touched by the child):
+  std::string description;        // for error messages, e.g. "bind /usr -> /usr (ro)"
+  int depth = 0;                  // components in the inside path; ops run shallowest first
+};
+
+struct RlimitOp {
+  int resource = 0;
+  struct rlimit limit{};
+  const char* name = "";
+};
+
+struct ChildPlan {
+  std::vector<MountOp> ops;
+  std::vector<const char*> seal_readonly;  // after pivot_root: mounts made read-only
+  const char* root_tmpfs_options = nullptr;
+  const char* scratch_tmpfs_options = nullptr;
+  const char* hostname = nullptr;
+  std::size_t hostname_len = 0;
+  const char* cwd = nullptr;
+  std::vector<char*> argv;  // nullptr-terminated
+  std::vector<char*> envp;  // nullptr-terminated
+  std::vector<RlimitOp> rlimits;
+  uid_t uid = 0;            // inside ids
+  gid_t gid = 0;
+  bool drop_groups = false; // setgroups(0, NULL) (possible when the parent may allow setgroups)
+
+  // File descriptors (set by the launcher just before clone).
+  int fd_sync_read = -1;     // parent writes one byte once the id maps are in place
+  int fd_status_write = -1;  // ChildMessage records
+  int fd_stdin = -1;
+  int fd_stdout_write = -1;
+  int fd_stderr_write = -1;
+
+  // Owns every string the pointers above refer to (deque: growth never moves elements).
+  std::deque<std::string> strings;
+  const char* keep(std::string s) { return strings.emplace_back(std::move(s)).c_str(); }
+};
+
+// Validates the policy and fills `plan` (fds excepted). False with `error` set on a bad policy.
+bool build_child_plan(const Policy& policy, ChildPlan& plan, std::string* error);
+
+// Child side: the PID 1 of the sandbox. Never returns.
+[[noreturn]] void sandbox_init_main(const ChildPlan& plan);
+
+// Child side: builds the root view and pivots into it; on failure sends a SetupError and
+// returns false.
+bool build_root(const ChildPlan& plan);
+
+// Child side: the command process, forked by init; applies the last limits and execs.
+[[noreturn]] void command_main(const ChildPlan& plan);
+
+// Parent side: rlimit ops from the policy. Child side: apply them (false + index on failure).
+std::vector<RlimitOp> plan_rlimits(const Rlimits& limits);
+bool apply_rlimits(const ChildPlan& plan, int* failed_index);
+
+}  // namespace kjsandbox

@@ -1,0 +1,42 @@
+// clone3 into the sandbox's namespace set.
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "launcher.h"
+
+namespace kjsandbox {
+namespace {
+
+struct CloneArgs {  // struct clone_args, CLONE_ARGS_SIZE_VER0
+  std::uint64_t flags;
+  std::uint64_t pidfd;
+  std::uint64_t child_tid;
+  std::uint64_t parent_tid;
+  std::uint64_t exit_signal;
+  std::uint64_t stack;
+  std::uint64_t stack_size;
+  std::uint64_t tls;
+};
+
+}  // namespace
+
+unsigned long long sandbox_clone_flags(bool share_network) {
+  unsigned long long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+                             CLONE_NEWUTS | CLONE_NEWCGROUP;
+  if (!share_network) flags |= CLONE_NEWNET;
+  return flags;
+}
+
+pid_t clone_sandbox(bool share_network, int* pidfd) {
+  CloneArgs args{};
+  args.flags = sandbox_clone_flags(share_network) | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<std::uintptr_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  return static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof args));
+}
+
+}  // namespace kjsandbox

@@ -1,0 +1,15 @@
+// clone3 of the sandbox's init (shared by run() and the namespace probe).
+#pragma once
+
+#include <sys/types.h>
+
+namespace kjsandbox {
+
+// Namespace flags of a sandbox (CLONE_NEWNET unless share_network).
+unsigned long long sandbox_clone_flags(bool share_network);
+
+// Fork-like clone3 (no new stack) into fresh namespaces, with CLONE_PIDFD and exit signal
+// SIGCHLD. Returns 0 in the child, the pid in the parent (pidfd in *pidfd), -1 with errno.
+pid_t clone_sandbox(bool share_network, int* pidfd);
+
+}  // namespace kjsandbox

@@ -1,0 +1,155 @@
+"""End to end: a real redis-server, a real kjudged, every bundled example submitted through the
+kjudge CLI, every verdict asserted. Also: invalid jobs become INVALID_JOB results and the daemon
+keeps serving; SIGTERM stops it cleanly.
+
+Needs a build (scripts/test does it); KJUDGE_BUILD_DIR names it (default: build-test).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from kjudge import keys
+from kjudge.client import Client
+from kjudge.v1 import job_pb2, result_pb2, verdict_pb2
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
+BIN = BUILD / "bin"
+EXAMPLES = ROOT / "examples" / "native"
+MAX_JOB_BYTES = 256 * 1024
+
+
+def cli(redis_url, *args, check=True, timeout=300):
+    p = subprocess.run([str(BIN / "kjudge"), "--redis", redis_url, *args], capture_output=True, text=True,
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"kjudge {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+    return p
+
+
+@pytest.fixture
+def daemon(redis_url, tmp_path):
+    assert (BIN / "kjudged").exists(), f"no build in {BUILD}: run scripts/test (or scripts/build test)"
+    cfg = tmp_path / "kjudged.toml"
+    cfg.write_text(f"""
+[daemon]
+node = "e2e-node"
+state_dir = "{tmp_path / 'state'}"
+workers = 2
+[limits]
+max_job_bytes = {MAX_JOB_BYTES}
+""")
+    log = open(tmp_path / "kjudged.log", "w")
+    proc = subprocess.Popen([str(BIN / "kjudged"), "--config", str(cfg), "--redis", redis_url],
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while True:  # ready once its heartbeat is visible
+        st = cli(redis_url, "status", "--json", check=False)
+        if st.returncode == 0 and any(n["node"] == "e2e-node" for n in json.loads(st.stdout)["nodes"]):
+            break
+        assert proc.poll() is None, (tmp_path / "kjudged.log").read_text()
+        assert time.monotonic() < deadline, "kjudged did not come up"
+        time.sleep(0.1)
+    yield proc
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(timeout=60)
+    log.close()
+    lines = [json.loads(l) for l in (tmp_path / "kjudged.log").read_text().splitlines() if l.startswith("{")]
+    assert rc == 0, "kjudged did not exit cleanly on SIGTERM"
+    assert any(l["event"] == "daemon.stopped" for l in lines)
+    assert all(l["level"] != "critical" for l in lines)
+
+
+def examples():
+    return json.loads((EXAMPLES / "examples.json").read_text())
+
+
+def test_every_example_gets_its_verdict_through_the_cli(redis_url, daemon):
+    ids = []
+    for i, ex in enumerate(examples()):
+        job_id = f"e2e-{i}"
+        out = cli(redis_url, "submit", "--task", str(EXAMPLES / ex["task"]), "--candidate",
+                  str(EXAMPLES / ex["candidate"]), "--job-id", job_id, "--run-wall-ms", "4000", "--trials", "3")
+        assert out.stdout.strip() == job_id
+        ids.append(job_id)
+    for job_id, ex in zip(ids, examples()):
+        out = cli(redis_url, "wait", job_id, "--json", "--timeout", "300")
+        r = json.loads(out.stdout)
+        assert r["status"] == ex["expect"], f"{ex['candidate']}: {r.get('message')} {r.get('feedback')}"
+        assert r["jobId"] == job_id and r["tenant"] == "dev"
+        assert r["feedback"]
+        if ex["expect"] == "OK":
+            assert r["performance"]["candidate"]["trials"] == 3
+            assert r["performance"]["speedup"] > 0
+            assert r["reward"]["value"] >= 0
+        else:
+            assert r["reward"]["value"] < 0
+    # the text view is one summary line per job with the verdict in column 2
+    text = cli(redis_url, "wait", ids[0]).stdout.splitlines()[0].split()
+    assert text[:2] == [ids[0], examples()[0]["expect"]]
+    # duplicates are idempotent: same id → same stored result, no second run
+    cli(redis_url, "submit", "--task", str(EXAMPLES / examples()[0]["task"]), "--candidate",
+        str(EXAMPLES / examples()[1]["candidate"]), "--job-id", ids[0])
+    again = json.loads(cli(redis_url, "wait", ids[0], "--json").stdout)
+    assert again["status"] == examples()[0]["expect"]
+
+
+def stored_result(client, tenant, job_id, timeout=60):
+    r = client.wait(tenant, job_id, timeout)
+    assert r is not None, f"no result for {job_id}"
+    return r
+
+
+def test_invalid_jobs_become_invalid_job_results_and_the_daemon_keeps_running(redis_url, daemon, tmp_path):
+    client = Client(redis_url)
+    # 1. not protobuf at all
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(b"\xff\x00this is not a job\x00" * 10)
+    cli(redis_url, "submit", "--raw-payload", str(garbage), "--job-id", "bad-garbage")
+    # 2. valid protobuf missing required fields (no task)
+    job = job_pb2.Job(job_id="bad-notask", tenant="dev")
+    client.submit(job)
+    # 3. oversized
+    big = job_pb2.Job(job_id="bad-big", tenant="dev")
+    big.native.candidate.text = "x" * (MAX_JOB_BYTES + 1)
+    client.submit(big)
+    # 4. tenant in the job differs from the stream it came in on
+    other = job_pb2.Job(job_id="bad-tenant", tenant="someone-else")
+    r = redis.Redis(unix_socket_path=redis_url[len("unix://"):])
+    r.fcall("kj_submit", 3, keys.jobs(0, "dev"), keys.job_marker(0, "dev", "bad-tenant"), keys.tenants(0),
+            "bad-tenant", other.SerializeToString(), "dev")
+    # 5. a hand-made stream entry with no job field at all
+    r.xadd(keys.jobs(0, "dev"), {"id": "bad-nofield"})
+
+    expect = {"bad-garbage": "not a valid", "bad-notask": "no task", "bad-big": "over the",
+              "bad-tenant": "does not match", "bad-nofield": "no 'job' field"}
+    for job_id, words in expect.items():
+        res = stored_result(client, "dev", job_id)
+        assert res.status == verdict_pb2.INVALID_JOB, job_id
+        assert words in res.message, (job_id, res.message)
+        assert res.reward.policy_version == "none"  # never scored
+
+    assert daemon.poll() is None, "kjudged died on bad input"
+    # and it still judges good work afterwards
+    ex = examples()[0]
+    cli(redis_url, "submit", "--task", str(EXAMPLES / ex["task"]), "--candidate", str(EXAMPLES / ex["candidate"]),
+        "--job-id", "good-after-bad", "--trials", "2")
+    assert stored_result(client, "dev", "good-after-bad", 120).status == verdict_pb2.OK
+    # nothing left pending: every entry was acknowledged after its result was stored
+    assert r.xpending(keys.jobs(0, "dev"), "kjudged")["pending"] == 0
+
+
+def test_local_eval_matches_the_daemon_verdicts():
+    for ex in examples()[:5]:
+        p = subprocess.run([str(BIN / "kjudge"), "eval", "--task", str(EXAMPLES / ex["task"]), "--candidate",
+                            str(EXAMPLES / ex["candidate"]), "--run-wall-ms", "3000", "--trials", "2", "--json"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["status"] == ex["expect"], ex["candidate"]

@@ -1,0 +1,117 @@
+// Wall time and output limits kill the whole tree; rlimits apply.
+#include <future>
+#include <thread>
+
+#include "helpers.h"
+
+namespace kjtest {
+namespace {
+
+using kjsandbox::Outcome;
+
+class SandboxLimits : public SandboxTest {};
+
+TEST_F(SandboxLimits, WallTimeoutKillsSleep) {
+  auto p = policy_for({"/bin/sleep", "100"});
+  p.wall_limit = 300ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = kjsandbox::run(p);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.outcome, Outcome::WallTimeout) << r.error;
+  EXPECT_GE(r.wall_seconds, 0.3);
+  EXPECT_LT(r.wall_seconds, 2.0);
+  EXPECT_LT(took, 3.0);
+  EXPECT_FALSE(r.ok());
+}
+
+// Waits until every arg has a host process; returns their pids (empty on timeout).
+std::vector<pid_t> wait_for_host_processes(const std::vector<std::string>& args) {
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < until) {
+    std::vector<pid_t> pids;
+    for (const auto& a : args) {
+      auto found = host_pids_with_arg(a);
+      if (found.empty()) break;
+      pids.insert(pids.end(), found.begin(), found.end());
+    }
+    if (pids.size() >= args.size()) return pids;
+    std::this_thread::sleep_for(20ms);
+  }
+  return {};
+}
+
+TEST_F(SandboxLimits, WallTimeoutKillsDoubleForkedBackgroundChild) {
+  const std::string bg = unique_sleep_arg(), fg = unique_sleep_arg();
+  // The subshell forks the background sleep and exits: it is reparented to the sandbox's init.
+  auto p = shell("(/bin/sleep " + bg + " &); /bin/sleep " + fg);
+  p.wall_limit = 1500ms;
+  auto fut = std::async(std::launch::async, [&] { return kjsandbox::run(p); });
+  const auto pids = wait_for_host_processes({bg, fg});
+  auto r = fut.get();
+  EXPECT_EQ(r.outcome, Outcome::WallTimeout) << r.error;
+  ASSERT_EQ(pids.size(), 2u) << "the sandboxed sleeps never showed up on the host";
+  for (pid_t pid : pids) EXPECT_FALSE(exists("/proc/" + std::to_string(pid))) << "pid " << pid << " survived";
+  EXPECT_TRUE(host_pids_with_arg(bg).empty());
+  EXPECT_TRUE(host_pids_with_arg(fg).empty());
+}
+
+TEST_F(SandboxLimits, BackgroundChildDoesNotOutliveCommand) {
+  TempDir dir;
+  const std::string bg = unique_sleep_arg();
+  auto p = shell("(/bin/sleep " + bg + " &); while ! [ -e /job/ready ]; do sleep 0.05; done; exit 7");
+  p.binds.push_back({dir.path(), "/job", false});
+  auto fut = std::async(std::launch::async, [&] { return kjsandbox::run(p); });
+  const auto pids = wait_for_host_processes({bg});
+  write_file(dir.file("ready"), "");
+  auto r = fut.get();
+  EXPECT_EQ(r.outcome, Outcome::Exited) << r.error;
+  EXPECT_EQ(r.exit_code, 7);
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_FALSE(exists("/proc/" + std::to_string(pids[0])));
+  EXPECT_LT(r.wall_seconds, 5.0);
+}
+
+TEST_F(SandboxLimits, OutputLimitKillsYes) {
+  auto p = policy_for({"/usr/bin/yes"});
+  p.output_limit_bytes = 100000;
+  auto r = kjsandbox::run(p);
+  EXPECT_EQ(r.outcome, Outcome::OutputLimit) << r.error;
+  EXPECT_TRUE(r.stdout_truncated);
+  EXPECT_FALSE(r.stderr_truncated);
+  EXPECT_LE(r.stdout_data.size(), p.output_limit_bytes);
+  EXPECT_EQ(r.stdout_data.size(), p.output_limit_bytes);
+  EXPECT_EQ(r.stdout_data.find_first_not_of("y\n"), std::string::npos);
+  EXPECT_LT(r.wall_seconds, 5.0);
+}
+
+TEST_F(SandboxLimits, OutputLimitAppliesToStderrToo) {
+  auto p = shell("/usr/bin/yes >&2");
+  p.output_limit_bytes = 5000;
+  auto r = kjsandbox::run(p);
+  EXPECT_EQ(r.outcome, Outcome::OutputLimit) << r.error;
+  EXPECT_TRUE(r.stderr_truncated);
+  EXPECT_EQ(r.stderr_data.size(), 5000u);
+}
+
+TEST_F(SandboxLimits, OutputExactlyAtLimitIsFine) {
+  auto p = shell("head -c 4096 /dev/zero");
+  p.output_limit_bytes = 4096;
+  auto r = kjsandbox::run(p);
+  EXPECT_EQ(r.outcome, Outcome::Exited) << r.error;
+  EXPECT_EQ(r.stdout_data.size(), 4096u);
+  EXPECT_FALSE(r.stdout_truncated);
+}
+
+TEST_F(SandboxLimits, RlimitsApplied) {
+  auto p = shell("ulimit -c; ulimit -n; ulimit -f; ulimit -s; ulimit -t");
+  p.rlimits.cpu_seconds = 5;
+  auto r = kjsandbox::run(p);
+  ASSERT_EQ(r.outcome, Outcome::Exited) << r.error;
+  // dash: -f in 512-byte blocks, -s in KiB.
+  EXPECT_EQ(lines(r.stdout_data),
+            (std::vector<std::string>{"0", "256", std::to_string((256 << 20) / 512),
+                                      std::to_string((64 << 20) / 1024), "5"}));
+}
+
+}  // namespace
+}  // namespace kjtest
