@@ -16,7 +16,9 @@ const std::vector<std::string> kCommonFlags = {
 const std::vector<Toolchain>& table() {
   static const std::vector<Toolchain> t = {
       {kjudge::v1::CPP, "kernel.cpp", "kernel.so",
-       {"/usr/bin/g++", "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=default", "-o", "/job/kernel.so",
+       {"/usr/bin/g++", "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=default",
+        "-Wl,--no-undefined",  // a missing symbol is the candidate's compile error, not a load failure later
+        "-o", "/job/kernel.so",
         "/job/kernel.cpp"},
        kCommonFlags, ""},
       {kjudge::v1::OPENCL, "kernel.cl", "kernel.bin", {},

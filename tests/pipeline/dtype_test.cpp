@@ -18,7 +18,7 @@ TEST(DType, Sizes) {
 
 TEST(DType, HalfRoundTripsRepresentableValues) {
   std::vector<std::byte> buf(2);
-  for (double v : {0.0, 1.0, -2.5, 0.000061035156, 65504.0, 0.333251953125}) {
+  for (double v : {0.0, 1.0, -2.5, std::ldexp(1.0, -14), std::ldexp(1.0, -24), 65504.0, 0.333251953125}) {
     kj::dtype_store(F16, buf.data(), 0, v);
     EXPECT_DOUBLE_EQ(kj::dtype_load(F16, buf.data(), 0), v) << v;
   }

@@ -26,6 +26,8 @@ std::vector<Example> load_examples() {
   return out;
 }
 
+void PrintTo(const Example& e, std::ostream* os) { *os << e.candidate << " → " << e.expect; }
+
 class PipelineExample : public ::testing::TestWithParam<Example> {};
 
 TEST_P(PipelineExample, GetsItsVerdict) {
