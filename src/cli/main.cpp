@@ -15,6 +15,7 @@
 #include "kjqueue/queue.h"
 #include "pipeline/judge.h"
 #include "pipeline/validate.h"
+#include "pipeline/workspace.h"
 
 namespace {
 
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
       kj::Config cfg = kj::load_config(config_file ? std::optional<std::filesystem::path>(*config_file) : std::nullopt);
       if (!config_file) cfg.state_dir = std::filesystem::temp_directory_path() / ("kjudge-eval-" + std::to_string(::getpid()));
       const v1::Job job = kj::cli::build_job(eval_spec);
+      kj::prepare_state_dir(cfg.state_dir);
       const v1::Result r = kj::judge(job, kj::JudgeContext{cfg, cfg.node + "/local"});
       std::error_code ec;
       if (!config_file) std::filesystem::remove_all(cfg.state_dir, ec);

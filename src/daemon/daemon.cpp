@@ -55,7 +55,7 @@ void Daemon::request_stop() {
 }
 
 int Daemon::run() {
-  clean_stale_workspaces(cfg_.state_dir);
+  prepare_state_dir(cfg_.state_dir);
   loop_queue_ = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
   loop_queue_->load_functions();
   log::info("daemon.started", {{"node", cfg_.node}, {"workers", cfg_.workers}, {"redis", cfg_.redis.url},

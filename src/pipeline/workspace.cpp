@@ -53,10 +53,20 @@ void Workspace::write_file(const fs::path& path, const std::string& data) const 
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
 }
 
-void clean_stale_workspaces(const fs::path& state_dir) {
+void prepare_state_dir(const fs::path& state_dir) {
+  const fs::path jobs = fs::absolute(state_dir) / "jobs";
   std::error_code ec;
-  fs::remove_all(state_dir / "jobs", ec);
-  fs::create_directories(state_dir / "jobs");
+  fs::remove_all(jobs, ec);
+  fs::create_directories(jobs);
+  const auto traversable = fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec;
+  fs::permissions(jobs, traversable);
+  fs::permissions(jobs.parent_path(), fs::perms::group_exec | fs::perms::others_exec, fs::perm_options::add);
+  if (geteuid() != 0) return;  // unprivileged: sandboxes run as our own uid
+  for (fs::path p = jobs; !p.empty() && p != p.root_path(); p = p.parent_path())
+    if ((fs::status(p).permissions() & fs::perms::others_exec) == fs::perms::none)
+      throw std::runtime_error(fmt::format(
+          "{} is not searchable by others (o+x): sandboxes cannot reach job dirs under {}; chmod o+x it or "
+          "choose another state_dir", p.string(), state_dir.string()));
 }
 
 }  // namespace kj

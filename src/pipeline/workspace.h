@@ -42,7 +42,9 @@ class Workspace {
 uid_t sandbox_host_uid(const std::optional<std::uint32_t>& configured);
 gid_t sandbox_host_gid(const std::optional<std::uint32_t>& configured);
 
-// Removes job dirs left behind by a daemon that crashed (called at start).
-void clean_stale_workspaces(const std::filesystem::path& state_dir);
+// Called at start: creates <state>/jobs (0711), removes job dirs left behind by a daemon that
+// crashed, and checks that every ancestor lets the sandbox uid through (o+x) — the sandbox binds
+// job dirs as that uid. Throws std::runtime_error naming the directory that blocks it.
+void prepare_state_dir(const std::filesystem::path& state_dir);
 
 }  // namespace kj

@@ -10,6 +10,7 @@
 #include "cli/job_builder.h"
 #include "kjsandbox/sandbox.h"
 #include "pipeline/judge.h"
+#include "pipeline/workspace.h"
 
 namespace {
 namespace v1 = kjudge::v1;
@@ -37,6 +38,7 @@ TEST_P(PipelineExample, GetsItsVerdict) {
   kj::Config cfg = kj::load_config(std::nullopt);
   cfg.state_dir = fs::temp_directory_path() / ("kjpipe-" + std::to_string(::getpid()));
   cfg.runner_path = KJ_RUNNER;
+  kj::prepare_state_dir(cfg.state_dir);
   kj::cli::JobSpec spec;
   spec.task_json = fs::path(KJ_EXAMPLES_DIR) / ex.task;
   spec.candidate = fs::path(KJ_EXAMPLES_DIR) / ex.candidate;

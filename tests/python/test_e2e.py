@@ -7,8 +7,10 @@ Needs a build (scripts/test does it); KJUDGE_BUILD_DIR names it (default: build-
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,11 +39,14 @@ def cli(redis_url, *args, check=True, timeout=300):
 @pytest.fixture
 def daemon(redis_url, tmp_path):
     assert (BIN / "kjudged").exists(), f"no build in {BUILD}: run scripts/test (or scripts/build test)"
+    # job dirs are bound into sandboxes as an unprivileged uid: the state dir must be searchable
+    state = Path(tempfile.mkdtemp(prefix="kjudge-e2e-state."))
+    state.chmod(0o711)
     cfg = tmp_path / "kjudged.toml"
     cfg.write_text(f"""
 [daemon]
 node = "e2e-node"
-state_dir = "{tmp_path / 'state'}"
+state_dir = "{state}"
 workers = 2
 [limits]
 max_job_bytes = {MAX_JOB_BYTES}
@@ -65,6 +70,7 @@ max_job_bytes = {MAX_JOB_BYTES}
     assert rc == 0, "kjudged did not exit cleanly on SIGTERM"
     assert any(l["event"] == "daemon.stopped" for l in lines)
     assert all(l["level"] != "critical" for l in lines)
+    shutil.rmtree(state, ignore_errors=True)
 
 
 def examples():
