@@ -30,7 +30,8 @@ void emit(spdlog::level::level_enum level, std::string_view event, nlohmann::jso
   const auto now = std::chrono::system_clock::now();
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
   line["ts"] = fmt::format("{:%FT%T}.{:06d}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(now)), us);
-  line["level"] = spdlog::level::to_string_view(level);
+  const auto lv = spdlog::level::to_string_view(level);
+  line["level"] = std::string(lv.data(), lv.size());
   line["event"] = event;
   if (fields.is_object()) line.update(fields);
   lg.log(level, "{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -14,7 +14,10 @@ namespace bp = boost::process;
 
 DevRedis::DevRedis(const std::filesystem::path& dir) : socket_(dir / "redis.sock") {
   std::filesystem::create_directories(dir);
-  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  // Others may pass through (sandboxes reach job dirs under <dir>/state as an unprivileged uid)
+  // but not list it; the socket itself is 0700.
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
+                                        std::filesystem::perms::others_exec);
   std::filesystem::remove(socket_);
   auto exe = bp::search_path("redis-server");
   if (exe.empty()) throw std::runtime_error("--dev needs redis-server on PATH (scripts/setup installs it)");

@@ -69,7 +69,7 @@ max_job_bytes = {MAX_JOB_BYTES}
     lines = [json.loads(l) for l in (tmp_path / "kjudged.log").read_text().splitlines() if l.startswith("{")]
     assert rc == 0, "kjudged did not exit cleanly on SIGTERM"
     assert any(l["event"] == "daemon.stopped" for l in lines)
-    assert all(l["level"] != "critical" for l in lines)
+    assert all(l["level"] in ("trace", "debug", "info", "warning", "error") for l in lines), lines[:3]
     shutil.rmtree(state, ignore_errors=True)
 
 
@@ -159,3 +159,28 @@ def test_local_eval_matches_the_daemon_verdicts():
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
         assert json.loads(p.stdout)["status"] == ex["expect"], ex["candidate"]
+
+
+def test_dev_mode_starts_its_own_redis_and_judges(tmp_path):
+    runtime = Path(tempfile.mkdtemp(prefix="kjudge-dev."))  # short path: unix sockets max 107 bytes
+    proc = subprocess.Popen([str(BIN / "kjudged"), "--dev", "--runtime-dir", str(runtime)],
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "dev.log", "w"))
+    try:
+        url = f"unix://{runtime}/redis.sock"
+        deadline = time.monotonic() + 30
+        while cli(url, "status", check=False).returncode != 0:
+            assert proc.poll() is None, (tmp_path / "dev.log").read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        ex = examples()[0]
+        cli(url, "submit", "--task", str(EXAMPLES / ex["task"]), "--candidate", str(EXAMPLES / ex["candidate"]),
+            "--job-id", "dev-1", "--trials", "2")
+        r = json.loads(cli(url, "wait", "dev-1", "--json", "--timeout", "120").stdout)
+        assert r["status"] == "OK", r
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        assert not (runtime / "redis.sock").exists(), "dev redis-server not stopped"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(runtime, ignore_errors=True)
