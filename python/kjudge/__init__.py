@@ -5,7 +5,7 @@ key names; ``kjudge.client.Client`` submits jobs and waits for results. The clie
 is imported lazily so that ``kjudge.v1`` stays usable where redis-py is not installed.
 """
 
-__all__ = ["Client", "QueueError", "keys"]
+__all__ = ["Client", "QueueError", "QueueFull", "keys"]
 
 
 def __getattr__(name):
@@ -13,7 +13,7 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module("kjudge.keys")
-    if name in ("Client", "QueueError"):
+    if name in ("Client", "QueueError", "QueueFull"):
         from kjudge import client
 
         return getattr(client, name)

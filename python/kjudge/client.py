@@ -35,6 +35,10 @@ class QueueError(Exception):
     """Redis said no, the connection broke, or a name is invalid. The message is readable."""
 
 
+class QueueFull(QueueError):
+    """kj_submit refused the job: the tenant's quota of jobs waiting for a result is reached."""
+
+
 def _connect(url: str, connect_timeout_s: float) -> redis.Redis:
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme == "unix":
@@ -84,6 +88,8 @@ class Client:
         try:
             return fn(*args, **kwargs)
         except redis.ResponseError as e:
+            if str(e).startswith("QUEUEFULL"):
+                raise QueueFull(str(e)[len("QUEUEFULL "):]) from e
             if "Function not found" in str(e):
                 raise QueueError(
                     "the kjudge functions are not loaded in Redis at %s: start kjudged "
@@ -112,33 +118,97 @@ class Client:
     # -- submitting --------------------------------------------------------------------------
 
     @staticmethod
-    def _submit_args(job: job_pb2.Job, partition: int):
+    def _submit_args(job: job_pb2.Job, partition: int, batch_size: int = 0):
         if not isinstance(job, job_pb2.Job):
             raise QueueError("submit wants a kjudge.v1.job_pb2.Job, got %s" % type(job).__name__)
-        tenant, job_id = job.tenant, job.job_id
+        tenant, job_id, batch_id = job.tenant, job.job_id, job.batch_id
         _check_names(tenant, job_id)
-        return ("kj_submit", 3,
-                keys.jobs(partition, tenant), keys.job_marker(partition, tenant, job_id), keys.tenants(partition),
-                job_id, job.SerializeToString(), tenant)
+        if batch_id and not keys.valid_job_id(batch_id):
+            raise QueueError("invalid batch id %r (want [A-Za-z0-9._:-]{1,128})" % (batch_id,))
+        # shared keys (tenant set, quotas) go in ARGV: a tenant ACL user may only read them
+        ks = [keys.jobs(partition, tenant), keys.job_marker(partition, tenant, job_id), keys.queued(partition, tenant)]
+        if batch_id:
+            ks.append(keys.batch(partition, tenant, batch_id))
+        return ("kj_submit", len(ks), *ks,
+                job_id, job.SerializeToString(), tenant, keys.tenants(partition), keys.quotas(partition),
+                batch_id, int(batch_size))
 
-    def submit(self, job: job_pb2.Job, partition: int = 0):
+    def submit(self, job: job_pb2.Job, partition: int = 0, batch_size: int = 0):
         """Enqueues one job. Idempotent by (tenant, job_id): a repeated submission returns the
-        first one's stream entry id and duplicate=True. Returns (entry_id, duplicate)."""
-        entry_id, duplicate = self._call(self._redis.fcall, *self._submit_args(job, partition))
+        first one's stream entry id and duplicate=True. Returns (entry_id, duplicate).
+        Raises QueueFull when the tenant's quota is reached. A job with a batch_id counts in its
+        batch; batch_size (optional) tells the batch how many jobs it will have."""
+        entry_id, duplicate = self._call(self._redis.fcall, *self._submit_args(job, partition, batch_size))
         return _text(entry_id), bool(duplicate)
 
-    def submit_many(self, jobs, partition: int = 0):
+    def submit_many(self, jobs, partition: int = 0, batch_size: int = 0):
         """submit() for many jobs, pipelined (one round trip per 1000 jobs). Every job is
-        validated before anything is sent. Returns [(entry_id, duplicate), ...] in order."""
-        calls = [self._submit_args(job, partition) for job in jobs]
+        validated before anything is sent. Returns [(entry_id, duplicate), ...] in order.
+        A job refused by its quota raises QueueFull (the ones before it are queued)."""
+        calls = [self._submit_args(job, partition, batch_size) for job in jobs]
         out = []
         for start in range(0, len(calls), _PIPELINE_CHUNK):
             pipe = self._redis.pipeline(transaction=False)
             for args in calls[start:start + _PIPELINE_CHUNK]:
                 pipe.fcall(*args)
-            replies = self._call(pipe.execute)
+            replies = self._call(pipe.execute, raise_on_error=False)
+            for r in replies:
+                if isinstance(r, redis.ResponseError):
+                    if str(r).startswith("QUEUEFULL"):
+                        raise QueueFull(str(r)[len("QUEUEFULL "):])
+                    raise QueueError("redis %s: %s" % (self.url, r))
             out.extend((_text(entry_id), bool(dup)) for entry_id, dup in replies)
         return out
+
+    # -- cancel, batches ---------------------------------------------------------------------
+
+    _CANCEL_TTL_S = 7 * 24 * 3600
+
+    def cancel(self, tenant: str, job_id: str, partition: int = 0):
+        """Cancels a job: not yet started -> it never runs; running -> its result becomes CANCELLED.
+        Either way its result is CANCELLED (unless it was done already)."""
+        _check_names(tenant, job_id)
+        self._call(self._redis.fcall, "kj_cancel", 1, keys.cancel(partition, tenant, job_id), self._CANCEL_TTL_S)
+
+    def cancel_batch(self, tenant: str, batch_id: str, partition: int = 0):
+        """cancel() for every job of a batch (present and future submissions)."""
+        _check_names(tenant, batch_id)
+        self._call(self._redis.fcall, "kj_cancel", 1, keys.batch_cancel(partition, tenant, batch_id), self._CANCEL_TTL_S)
+
+    def batch_status(self, tenant: str, batch_id: str, partition: int = 0):
+        """{'submitted', 'completed', 'expected', 'verdicts': {name: n}, 'cancelled'}"""
+        _check_names(tenant, batch_id)
+        raw = self._call(self._redis.hgetall, keys.batch(partition, tenant, batch_id))
+        out = {"submitted": 0, "completed": 0, "expected": 0, "verdicts": {}}
+        for k, v in raw.items():
+            k = _text(k)
+            if k.startswith("verdict:"):
+                out["verdicts"][k[len("verdict:"):]] = int(v)
+            elif k in out:
+                out[k] = int(v)
+        out["cancelled"] = bool(self._call(self._redis.exists, keys.batch_cancel(partition, tenant, batch_id)))
+        return out
+
+    def wait_batch(self, tenant: str, batch_id: str, timeout_s: float, partition: int = 0) -> bool:
+        """Blocks until the batch's batch_done event (or its counters show it complete). True when done."""
+        _check_names(tenant, batch_id)
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        done = keys.done(partition, tenant)
+        newest = self._call(self._redis.xrevrange, done, "+", "-", count=1)
+        last = newest[0][0] if newest else b"0-0"
+        while True:
+            st = self.batch_status(tenant, batch_id, partition)
+            if st["submitted"] and st["completed"] >= max(st["submitted"], st["expected"]):
+                return True
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                return False
+            reply = self._call(self._redis.xread, {done: last}, count=_WAIT_BATCH, block=min(left_ms, 1000))
+            for _stream, entries in reply or []:
+                for entry_id, fields in entries:
+                    last = entry_id
+                    if fields and _text(fields.get(b"batch", b"")) == batch_id and fields.get(b"event") == b"batch_done":
+                        return True
 
     # -- results -----------------------------------------------------------------------------
 

@@ -58,3 +58,48 @@ def done(partition: int, tenant: str) -> str:
 def node(partition: int, node_name: str) -> str:
     """A node's heartbeat."""
     return _prefix(partition) + "node:" + node_name
+
+
+def queued(partition: int, tenant: str) -> str:
+    """Counter of the tenant's jobs that have no result yet (admission/quota)."""
+    return _prefix(partition) + "queued:" + tenant
+
+
+def quotas(partition: int) -> str:
+    """Hash tenant (or ``*``) -> max jobs waiting for a result."""
+    return _prefix(partition) + "quotas"
+
+
+def batch(partition: int, tenant: str, batch_id: str) -> str:
+    """Batch counters (hash: submitted, completed, expected, verdict:<V>)."""
+    return _prefix(partition) + "batch:" + tenant + ":" + batch_id
+
+
+def dead(partition: int, tenant: str) -> str:
+    """Dead-letter stream."""
+    return _prefix(partition) + "dead:" + tenant
+
+
+def retry(partition: int, tenant: str) -> str:
+    """Payloads of jobs parked for a retry."""
+    return _prefix(partition) + "retry:" + tenant
+
+
+def delayed(partition: int, tenant: str) -> str:
+    """Zset job id -> due time (unix ms) of parked retries."""
+    return _prefix(partition) + "delayed:" + tenant
+
+
+def cancel(partition: int, tenant: str, job_id: str) -> str:
+    """Cancel marker of one job."""
+    return _prefix(partition) + "cancel:" + tenant + ":" + job_id
+
+
+def batch_cancel(partition: int, tenant: str, batch_id: str) -> str:
+    """Cancel marker of a whole batch."""
+    return _prefix(partition) + "bcancel:" + tenant + ":" + batch_id
+
+
+def drain(partition: int, node_name: str) -> str:
+    """An operator's drain request for a node."""
+    return _prefix(partition) + "drain:" + node_name

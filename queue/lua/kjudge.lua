@@ -5,13 +5,16 @@
 -- Loaded with FUNCTION LOAD REPLACE: kjudged does it at start (this file is embedded into
 -- libkjqueue at build time); the Python client's load_functions() reads it from the source tree.
 -- Key names are built by the clients (queue/src/keys.cpp, python/kjudge/keys.py); all keys of one
--- call share the partition hash tag {pN}.
+-- call share the partition hash tag {pN}, and every key a function touches is passed in KEYS.
 --
 -- A function that raises midway is NOT rolled back: every argument is checked before the first write.
+--
+-- Optional trailing KEYS may be passed as '' (empty string) when they do not apply.
 
 local GROUP = 'kjudged'                  -- the consumer group of every jobs stream
-local MARKER_TTL_S = 7 * 24 * 3600        -- how long a job id stays deduplicated
+local MARKER_TTL_S = 7 * 24 * 3600        -- how long a job id stays deduplicated (and batch counters live)
 local DONE_MAXLEN = '100000'              -- completion events are notifications; results live in their own keys
+local DEAD_MAXLEN = '100000'              -- dead letters kept for inspection
 
 local function check(ok, message)
   if not ok then error(redis.error_reply('ERR kjudge: ' .. message)) end
@@ -29,6 +32,8 @@ local function valid_entry_id(s)
   return type(s) == 'string' and string.match(s, '^%d+%-%d+$') ~= nil
 end
 
+local function present(key) return key ~= nil and key ~= '' end
+
 -- XGROUP CREATE ... MKSTREAM, tolerating an existing group.
 local function ensure_group(stream)
   local r = redis.pcall('XGROUP', 'CREATE', stream, GROUP, '0', 'MKSTREAM')
@@ -37,42 +42,246 @@ local function ensure_group(stream)
   end
 end
 
--- kj_submit  KEYS: jobs-stream job-marker tenants-set   ARGV: job_id payload tenant
+-- kj_submit, two forms:
+--   KEYS: jobs-stream job-marker tenants-set                 ARGV: job_id payload tenant
+--   KEYS: jobs-stream job-marker queued-counter [batch-hash]  ARGV: job_id payload tenant tenants-set quotas-hash
+--                                                                   [batch_id [batch_size]]
 -- -> {entry_id, duplicate (0|1)}. Idempotent by job id for MARKER_TTL_S.
+-- In the second form the shared keys (tenant set, quotas) are named in ARGV, not KEYS: FCALL
+-- needs read-write access to every key in KEYS, and a tenant's ACL user may only read those two.
+-- They carry the same {pN} hash tag, so they live in the same cluster slot.
+-- Admission: when quotas-hash has a field for the tenant (else '*') and the tenant already has that
+-- many jobs without a result (queued-counter), the call fails with "QUEUEFULL ..." and writes nothing.
+-- batch_size (optional, > 0): how many jobs the batch will have; batch_done waits for that many.
 local function kj_submit(keys, args)
-  check(#keys == 3 and #args == 3, 'kj_submit needs 3 keys and 3 arguments')
+  local legacy = (#keys == 3 and #args == 3)
+  check(legacy or ((#keys == 3 or #keys == 4) and #args >= 5 and #args <= 7),
+        'kj_submit needs 3 keys and 3 arguments, or 3-4 keys and 5-7 arguments')
   local job_id, payload, tenant = args[1], args[2], args[3]
+  local tenants_key, quotas_key, queued_key, batch_key = keys[3], nil, nil, keys[4]
+  if not legacy then tenants_key, quotas_key, queued_key = args[4], args[5], keys[3] end
+  local batch = args[6] or ''
+  local batch_size = tonumber(args[7] or '0')
   check(valid_tenant(tenant), 'invalid tenant (want [a-z0-9_-]{1,64})')
   check(valid_job_id(job_id), 'invalid job id (want [A-Za-z0-9._:-]{1,128})')
+  check(batch == '' or valid_job_id(batch), 'invalid batch id (want [A-Za-z0-9._:-]{1,128})')
+  check(batch == '' or present(batch_key), 'a batch id needs the batch key')
+  check(batch_size ~= nil and batch_size >= 0, 'invalid batch size')
+  if not legacy then
+    local tag = string.match(keys[1], '^kj:({p%d+}):')
+    check(tag ~= nil and tenants_key == 'kj:' .. tag .. ':tenants' and quotas_key == 'kj:' .. tag .. ':quotas',
+          'tenant set / quotas names must be kj:{pN}:tenants and kj:{pN}:quotas of the same partition')
+  end
 
   local existing = redis.call('GET', keys[2])
   if existing then return {existing, 1} end
 
-  ensure_group(keys[1])
-  local entry_id = redis.call('XADD', keys[1], '*', 'id', job_id, 'job', payload)
+  if quotas_key then
+    local quota = redis.call('HGET', quotas_key, tenant) or redis.call('HGET', quotas_key, '*')
+    quota = tonumber(quota)
+    if quota ~= nil and quota >= 0 then
+      local queued = tonumber(redis.call('GET', queued_key) or '0')
+      if queued >= quota then
+        return redis.error_reply('QUEUEFULL kjudge: tenant ' .. tenant .. ' has ' .. queued ..
+                                 ' jobs waiting for a result (quota ' .. quota .. ')')
+      end
+    end
+  end
+
+  -- (only when needed: tenant ACL users then need no write access to shared keys)
+  if redis.call('EXISTS', keys[1]) == 0 then ensure_group(keys[1]) end
+  local entry_id
+  if batch ~= '' then
+    entry_id = redis.call('XADD', keys[1], '*', 'id', job_id, 'job', payload, 'batch', batch)
+    redis.call('HINCRBY', batch_key, 'submitted', 1)
+    if batch_size > 0 then redis.call('HSET', batch_key, 'expected', math.floor(batch_size)) end
+    redis.call('EXPIRE', batch_key, MARKER_TTL_S)
+  else
+    entry_id = redis.call('XADD', keys[1], '*', 'id', job_id, 'job', payload)
+  end
   redis.call('SET', keys[2], entry_id, 'EX', MARKER_TTL_S)
-  redis.call('SADD', keys[3], tenant)
-  -- (later: admission/quotas, priorities, batch counters)
+  if redis.call('SISMEMBER', tenants_key, tenant) == 0 then redis.call('SADD', tenants_key, tenant) end
+  if queued_key then redis.call('INCR', queued_key) end
   return {entry_id, 0}
 end
 
--- kj_complete  KEYS: result done-stream jobs-stream   ARGV: entry_id job_id result verdict ttl_s
+-- kj_complete  KEYS: result done-stream jobs-stream [queued-counter batch-hash dead-stream]
+--              ARGV: entry_id job_id result verdict ttl_s [batch_id dead_reason dead_payload]
 -- -> 1 when this call stored the result, 0 when one existed already (first wins). Always acks.
+-- When this call stores the result: the completion event, the tenant's queued counter goes down,
+-- the batch counts it (and emits one batch_done event when completed reaches submitted), and with
+-- a dead_reason the job is copied to the dead-letter stream.
 local function kj_complete(keys, args)
-  check(#keys == 3 and #args == 5, 'kj_complete needs 3 keys and 5 arguments')
+  check((#keys == 3 or #keys == 6) and (#args == 5 or #args == 8), 'kj_complete needs 3 or 6 keys and 5 or 8 arguments')
   local entry_id, job_id, result, verdict, ttl = args[1], args[2], args[3], args[4], tonumber(args[5])
+  local batch, dead_reason, dead_payload = args[6] or '', args[7] or '', args[8] or ''
   check(valid_entry_id(entry_id), 'invalid stream entry id')
   check(ttl ~= nil and ttl >= 1 and ttl == math.floor(ttl), 'invalid result ttl')
+  check(batch == '' or present(keys[5]), 'a batch id needs the batch key')
+  check(dead_reason == '' or present(keys[6]), 'a dead letter needs the dead-letter stream key')
 
   local stored = redis.call('SET', keys[1], result, 'NX', 'EX', ttl) ~= false
   if stored then
     redis.call('XADD', keys[2], 'MAXLEN', '~', DONE_MAXLEN, '*', 'id', job_id, 'status', verdict)
+    if present(keys[4]) then
+      if redis.call('DECR', keys[4]) < 0 then redis.call('SET', keys[4], '0') end
+    end
+    if batch ~= '' then
+      local completed = redis.call('HINCRBY', keys[5], 'completed', 1)
+      redis.call('HINCRBY', keys[5], 'verdict:' .. verdict, 1)
+      local submitted = tonumber(redis.call('HGET', keys[5], 'submitted') or '0')
+      local expected = tonumber(redis.call('HGET', keys[5], 'expected') or '0')
+      if completed == submitted and completed >= expected then
+        redis.call('XADD', keys[2], 'MAXLEN', '~', DONE_MAXLEN, '*', 'batch', batch, 'event', 'batch_done',
+                   'completed', tostring(completed))
+      end
+    end
+    if dead_reason ~= '' then
+      redis.call('XADD', keys[6], 'MAXLEN', '~', DEAD_MAXLEN, '*', 'id', job_id, 'entry', entry_id,
+                 'reason', dead_reason, 'batch', batch, 'job', dead_payload)
+    end
   end
-  -- (later: lease ownership check, retry/dead-letter accounting, batch counters)
   redis.call('XACK', keys[3], GROUP, entry_id)
   if stored then return 1 end
   return 0
 end
 
+-- kj_lease  KEYS: jobs-stream   ARGV: mode consumer lease_ms entry_id...
+-- mode 'renew': every listed entry still pending on `consumer` is re-claimed by it with idle 0
+-- (XCLAIM ... JUSTID: no new delivery counted). mode 'handback': the entry is left on `consumer` but
+-- marked idle for lease_ms, so any node's reaper claims it at its next pass.
+-- -> the listed entries that are no longer pending on `consumer` (the lease was lost, or acked).
+local function kj_lease(keys, args)
+  check(#keys == 1 and #args >= 3, 'kj_lease needs 1 key and at least 3 arguments')
+  local mode, consumer, lease_ms = args[1], args[2], tonumber(args[3])
+  check(mode == 'renew' or mode == 'handback', 'kj_lease mode must be renew or handback')
+  check(lease_ms ~= nil and lease_ms >= 1, 'invalid lease')
+  for i = 4, #args do check(valid_entry_id(args[i]), 'invalid stream entry id') end
+  local lost = {}
+  for i = 4, #args do
+    local id = args[i]
+    local p = redis.pcall('XPENDING', keys[1], GROUP, id, id, 1, consumer)
+    if type(p) == 'table' and not p.err and #p == 1 then
+      if mode == 'renew' then
+        redis.call('XCLAIM', keys[1], GROUP, consumer, 0, id, 'JUSTID')
+      else
+        redis.call('XCLAIM', keys[1], GROUP, consumer, 0, id, 'IDLE', tostring(math.floor(lease_ms)), 'JUSTID')
+      end
+    else
+      table.insert(lost, id)
+    end
+  end
+  return lost
+end
+
+-- kj_retry  KEYS: jobs-stream result retry-hash delayed-zset
+--           ARGV: entry_id job_id payload attempt due_ms batch_id
+-- An infrastructure failure: park the job until due_ms (unix ms) with its attempt count, ack the
+-- entry. kj_promote puts it back on the stream. A job whose result exists already is only acked.
+-- -> 1 when parked, 0 when a result existed.
+local function kj_retry(keys, args)
+  check(#keys == 4 and #args == 6, 'kj_retry needs 4 keys and 6 arguments')
+  local entry_id, job_id, payload, attempt, due, batch = args[1], args[2], args[3], tonumber(args[4]), tonumber(args[5]), args[6]
+  check(valid_entry_id(entry_id), 'invalid stream entry id')
+  check(valid_job_id(job_id), 'invalid job id')
+  check(attempt ~= nil and attempt >= 0 and due ~= nil, 'invalid attempt or due time')
+  if redis.call('EXISTS', keys[2]) == 1 then
+    redis.call('XACK', keys[1], GROUP, entry_id)
+    return 0
+  end
+  redis.call('HSET', keys[3], job_id, payload, job_id .. '|attempt', tostring(attempt), job_id .. '|batch', batch)
+  redis.call('ZADD', keys[4], due, job_id)
+  redis.call('XACK', keys[1], GROUP, entry_id)
+  return 1
+end
+
+-- kj_promote  KEYS: jobs-stream retry-hash delayed-zset   ARGV: now_ms max
+-- Moves parked jobs that are due back onto the jobs stream (fields id, job, attempt[, batch]).
+-- -> how many moved.
+local function kj_promote(keys, args)
+  check(#keys == 3 and #args == 2, 'kj_promote needs 3 keys and 2 arguments')
+  local now, max = tonumber(args[1]), tonumber(args[2])
+  check(now ~= nil and max ~= nil and max >= 1, 'invalid arguments')
+  local due = redis.call('ZRANGEBYSCORE', keys[3], '-inf', now, 'LIMIT', 0, max)
+  for _, job_id in ipairs(due) do
+    local v = redis.call('HMGET', keys[2], job_id, job_id .. '|attempt', job_id .. '|batch')
+    if v[1] then
+      ensure_group(keys[1])
+      if v[3] and v[3] ~= '' then
+        redis.call('XADD', keys[1], '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0', 'batch', v[3])
+      else
+        redis.call('XADD', keys[1], '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0')
+      end
+    end
+    redis.call('HDEL', keys[2], job_id, job_id .. '|attempt', job_id .. '|batch')
+    redis.call('ZREM', keys[3], job_id)
+  end
+  return #due
+end
+
+-- kj_trim  KEYS: jobs-stream -> entries removed.
+-- Never MAXLEN on a live queue (it drops unacknowledged jobs): trim by MINID below the oldest
+-- pending entry, or, with nothing pending, below the group's last delivered entry.
+local function kj_trim(keys, args)
+  check(#keys == 1, 'kj_trim needs 1 key')
+  if redis.call('EXISTS', keys[1]) == 0 then return 0 end
+  local groups = redis.pcall('XINFO', 'GROUPS', keys[1])
+  if type(groups) ~= 'table' or groups.err then return 0 end
+  local last = nil
+  for _, g in ipairs(groups) do
+    local info = {}
+    for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+    if info['name'] == GROUP then last = info['last-delivered-id'] end
+  end
+  if last == nil or last == '0-0' then return 0 end
+  local minid = last
+  local summary = redis.call('XPENDING', keys[1], GROUP)
+  if tonumber(summary[1]) > 0 and summary[2] then minid = summary[2] end
+  return redis.call('XTRIM', keys[1], 'MINID', minid)
+end
+
+-- kj_cancel  KEYS: cancel-marker   ARGV: ttl_s -> 1
+-- Marks a job (or, with a batch marker key, a whole batch) cancelled: a daemon that has not started
+-- it stores CANCELLED without running it; a running one is told, and its result becomes CANCELLED.
+local function kj_cancel(keys, args)
+  check(#keys == 1 and #args == 1, 'kj_cancel needs 1 key and 1 argument')
+  local ttl = tonumber(args[1])
+  check(ttl ~= nil and ttl >= 1, 'invalid ttl')
+  redis.call('SET', keys[1], '1', 'EX', math.floor(ttl))
+  return 1
+end
+
+-- kj_dead_retry  KEYS: dead-stream jobs-stream result queued-counter batch-hash
+--                ARGV: dead_entry_id
+-- Puts a dead-lettered job back on its stream with attempt 0: its INFRA_ERROR result is deleted,
+-- the queued counter and the batch's completed counter undo its completion. -> the new entry id.
+local function kj_dead_retry(keys, args)
+  check(#keys == 5 and #args == 1, 'kj_dead_retry needs 5 keys and 1 argument')
+  check(valid_entry_id(args[1]), 'invalid dead-letter entry id')
+  local e = redis.call('XRANGE', keys[1], args[1], args[1])
+  check(#e == 1, 'no such dead letter')
+  local f = {}
+  for i = 1, #e[1][2], 2 do f[e[1][2][i]] = e[1][2][i + 1] end
+  check(valid_job_id(f['id']) and f['job'] ~= nil, 'dead letter without job id or payload')
+  ensure_group(keys[2])
+  local id
+  if f['batch'] and f['batch'] ~= '' then
+    id = redis.call('XADD', keys[2], '*', 'id', f['id'], 'job', f['job'], 'attempt', '0', 'batch', f['batch'])
+    if present(keys[5]) then redis.call('HINCRBY', keys[5], 'completed', -1) end
+  else
+    id = redis.call('XADD', keys[2], '*', 'id', f['id'], 'job', f['job'], 'attempt', '0')
+  end
+  redis.call('DEL', keys[3])
+  if present(keys[4]) then redis.call('INCR', keys[4]) end
+  redis.call('XDEL', keys[1], args[1])
+  return id
+end
+
 redis.register_function('kj_submit', kj_submit)
 redis.register_function('kj_complete', kj_complete)
+redis.register_function('kj_lease', kj_lease)
+redis.register_function('kj_retry', kj_retry)
+redis.register_function('kj_promote', kj_promote)
+redis.register_function('kj_trim', kj_trim)
+redis.register_function('kj_cancel', kj_cancel)
+redis.register_function('kj_dead_retry', kj_dead_retry)

@@ -36,6 +36,22 @@ std::string Keys::node(int partition, const std::string& node) {
   return prefix(partition) + "node:" + node;
 }
 
+std::string Keys::queued(int p, const std::string& tenant) { return prefix(p) + "queued:" + tenant; }
+std::string Keys::quotas(int p) { return prefix(p) + "quotas"; }
+std::string Keys::batch(int p, const std::string& tenant, const std::string& batch_id) {
+  return prefix(p) + "batch:" + tenant + ":" + batch_id;
+}
+std::string Keys::dead(int p, const std::string& tenant) { return prefix(p) + "dead:" + tenant; }
+std::string Keys::retry(int p, const std::string& tenant) { return prefix(p) + "retry:" + tenant; }
+std::string Keys::delayed(int p, const std::string& tenant) { return prefix(p) + "delayed:" + tenant; }
+std::string Keys::cancel(int p, const std::string& tenant, const std::string& job_id) {
+  return prefix(p) + "cancel:" + tenant + ":" + job_id;
+}
+std::string Keys::batch_cancel(int p, const std::string& tenant, const std::string& batch_id) {
+  return prefix(p) + "bcancel:" + tenant + ":" + batch_id;
+}
+std::string Keys::drain(int p, const std::string& node) { return prefix(p) + "drain:" + node; }
+
 bool valid_tenant(const std::string& tenant) {
   if (tenant.empty() || tenant.size() > 64) return false;
   return std::all_of(tenant.begin(), tenant.end(), [](char c) {

@@ -24,7 +24,7 @@ using detail::text;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr auto kTenantCacheTtl = std::chrono::seconds(1);
+constexpr auto kTenantCacheTtl = std::chrono::milliseconds(500);
 // With no tenant registered there is no stream to block on: poll the tenant set this often.
 constexpr auto kNoTenantPoll = milliseconds(100);
 // Events read per XREAD while waiting for one result.
@@ -71,6 +71,14 @@ Delivery to_delivery(int partition, const std::string& tenant, const redisReply*
   }
   if (auto it = d.fields.find("id"); it != d.fields.end()) d.job_id = it->second;
   if (auto it = d.fields.find("job"); it != d.fields.end()) d.payload = it->second;
+  if (auto it = d.fields.find("batch"); it != d.fields.end() && valid_job_id(it->second)) d.batch_id = it->second;
+  if (auto it = d.fields.find("attempt"); it != d.fields.end()) {
+    try {
+      d.attempt = static_cast<std::uint32_t>(std::min<unsigned long>(std::stoul(it->second), 1000000));
+    } catch (const std::exception&) {
+      d.attempt = 0;  // garbage attempt field: counted from zero
+    }
+  }
   return d;
 }
 
@@ -128,7 +136,9 @@ Reply Queue::Impl::fcall(std::vector<std::string> argv) {
 // tenant's stream has the group: a stream created behind kj_submit's back (XADD by hand, a
 // restore) would otherwise fail XREADGROUP with NOGROUP.
 void Queue::Impl::refresh_tenants(bool force) {
-  if (!force && tenants_read && Clock::now() - *tenants_read < kTenantCacheTtl) return;
+  // With no tenant yet, look again soon: the first job of the first tenant should not wait.
+  const auto ttl = tenants.empty() ? kNoTenantPoll : kTenantCacheTtl;
+  if (!force && tenants_read && Clock::now() - *tenants_read < ttl) return;
   Reply r = conn.call({"SMEMBERS", Keys::tenants(partition)});
   std::vector<std::string> fresh;
   for (std::size_t i = 0; i < size(r.get()); ++i) {
@@ -180,6 +190,327 @@ SubmitResult Queue::submit(const std::string& tenant, const std::string& job_id,
   out.entry_id = text(element(r.get(), 0));
   out.duplicate = integer(element(r.get(), 1)) != 0;
   return out;
+}
+
+SubmitResult Queue::submit(const std::string& tenant, const std::string& job_id, const std::string& payload,
+                           const SubmitOptions& options) {
+  require_tenant(tenant);
+  require_job_id(job_id);
+  if (!options.batch_id.empty() && !valid_job_id(options.batch_id)) {
+    throw QueueError("invalid batch id " + quoted(options.batch_id) + " (want [A-Za-z0-9._:-]{1,128})");
+  }
+  const int p = impl_->partition;
+  std::vector<std::string> argv = {"FCALL", "kj_submit", options.batch_id.empty() ? "3" : "4",
+                                   Keys::jobs(p, tenant), Keys::job_marker(p, tenant, job_id), Keys::queued(p, tenant)};
+  if (!options.batch_id.empty()) argv.push_back(Keys::batch(p, tenant, options.batch_id));
+  for (const std::string& a : {job_id, payload, tenant, Keys::tenants(p), Keys::quotas(p), options.batch_id,
+                               std::to_string(options.batch_size)})
+    argv.push_back(a);
+  Reply r = impl_->conn.call(argv, /*allow_error=*/true);
+  if (is_error(r.get()) && starts_with(r.get(), "ERR Function not found")) {
+    impl_->load_functions();
+    r = impl_->conn.call(argv, /*allow_error=*/true);
+  }
+  if (is_error(r.get())) {
+    if (starts_with(r.get(), "QUEUEFULL")) throw QueueFull(text(r.get()).substr(10));
+    throw QueueError("redis " + impl_->conn.url() + ": FCALL kj_submit: " + text(r.get()));
+  }
+  SubmitResult out;
+  out.entry_id = text(element(r.get(), 0));
+  out.duplicate = integer(element(r.get(), 1)) != 0;
+  return out;
+}
+
+std::vector<std::string> Queue::tenants(bool force) {
+  impl_->refresh_tenants(force);
+  return impl_->tenants;
+}
+
+std::vector<Delivery> Queue::read_new(const std::string& consumer,
+                                      const std::vector<std::pair<std::string, std::size_t>>& want) {
+  if (consumer.empty()) throw QueueError("read_new: empty consumer name");
+  std::vector<std::vector<std::string>> cmds;
+  std::vector<std::string> names;
+  for (const auto& [t, n] : want) {
+    if (n == 0) continue;
+    require_tenant(t);
+    cmds.push_back({"XREADGROUP", "GROUP", Keys::kGroup, consumer, "COUNT", std::to_string(n), "STREAMS",
+                    Keys::jobs(impl_->partition, t), ">"});
+    names.push_back(t);
+  }
+  std::vector<Delivery> out;
+  if (cmds.empty()) return out;
+  auto replies = impl_->conn.pipeline(cmds);
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    const redisReply* r = replies[i].get();
+    if (is_error(r)) {
+      impl_->tenants_read.reset();  // NOGROUP (stream deleted) or WRONGTYPE: re-read tenants next time
+      continue;
+    }
+    for (std::size_t s = 0; s < size(r); ++s) {
+      const redisReply* entries = element(element(r, s), 1);
+      for (std::size_t e = 0; e < size(entries); ++e) out.push_back(to_delivery(impl_->partition, names[i], element(entries, e)));
+    }
+  }
+  return out;
+}
+
+std::vector<Delivery> Queue::read_blocking(const std::string& consumer, const std::vector<std::string>& tenants,
+                                           milliseconds block) {
+  if (tenants.empty()) {
+    if (block.count() > 0) std::this_thread::sleep_for(std::min<milliseconds>(block, kNoTenantPoll));
+    return {};
+  }
+  std::vector<std::string> argv = {"XREADGROUP", "GROUP", Keys::kGroup, consumer, "COUNT", "1"};
+  if (block.count() > 0) {
+    argv.push_back("BLOCK");
+    argv.push_back(std::to_string(block.count()));
+  }
+  argv.push_back("STREAMS");
+  std::map<std::string, std::string> tenant_of;
+  for (const auto& t : tenants) {
+    require_tenant(t);
+    argv.push_back(Keys::jobs(impl_->partition, t));
+    tenant_of[argv.back()] = t;
+  }
+  argv.insert(argv.end(), tenants.size(), ">");
+  Reply r = impl_->conn.call(argv, /*allow_error=*/true, block);
+  if (is_error(r.get())) {
+    impl_->tenants_read.reset();
+    throw QueueError("redis " + impl_->conn.url() + ": XREADGROUP: " + text(r.get()));
+  }
+  std::vector<Delivery> out;
+  for (std::size_t s = 0; s < size(r.get()); ++s) {
+    const redisReply* stream = element(r.get(), s);
+    auto it = tenant_of.find(text(element(stream, 0)));
+    if (it == tenant_of.end()) continue;
+    const redisReply* entries = element(stream, 1);
+    for (std::size_t e = 0; e < size(entries); ++e) out.push_back(to_delivery(impl_->partition, it->second, element(entries, e)));
+  }
+  return out;
+}
+
+std::vector<Delivery> Queue::reclaim(const std::string& consumer, milliseconds min_idle, std::size_t max) {
+  Impl& im = *impl_;
+  im.refresh_tenants(false);
+  std::vector<Delivery> out;
+  for (const auto& t : im.tenants) {
+    if (out.size() >= max) break;
+    const std::string stream = Keys::jobs(im.partition, t);
+    Reply r = im.conn.call({"XAUTOCLAIM", stream, Keys::kGroup, consumer, std::to_string(min_idle.count()), "0-0",
+                            "COUNT", std::to_string(max - out.size())},
+                           /*allow_error=*/true);
+    if (is_error(r.get())) continue;
+    const redisReply* claimed = element(r.get(), 1);
+    std::vector<Delivery> got;
+    for (std::size_t e = 0; e < size(claimed); ++e) {
+      const redisReply* entry = element(claimed, e);
+      if (is_nil(element(entry, 1)) && size(entry) >= 2) {
+        // deleted while pending (trimmed/XDEL'd): nothing to run; ack it so it stops coming back
+        im.conn.call({"XACK", stream, Keys::kGroup, text(element(entry, 0))}, true);
+        continue;
+      }
+      got.push_back(to_delivery(im.partition, t, entry));
+    }
+    // Redis 7 also lists deleted ids (third element): they are gone from the PEL already.
+    if (got.empty()) continue;
+    std::vector<std::vector<std::string>> cmds;
+    for (const auto& d : got) cmds.push_back({"XPENDING", stream, Keys::kGroup, d.entry_id, d.entry_id, "1"});
+    auto counts = im.conn.pipeline(cmds);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const redisReply* row = element(counts[i].get(), 0);
+      if (!is_error(counts[i].get()) && size(counts[i].get()) == 1) {
+        got[i].deliveries = static_cast<std::uint32_t>(integer(element(row, 3)));
+      }
+      out.push_back(std::move(got[i]));
+    }
+  }
+  return out;
+}
+
+namespace {
+std::vector<std::string> lease_call(detail::Connection& conn, int p, const std::string& mode, const std::string& tenant,
+                                    const std::string& consumer, const std::vector<std::string>& ids, milliseconds lease) {
+  if (ids.empty()) return {};
+  require_tenant(tenant);
+  std::vector<std::string> argv = {"FCALL", "kj_lease", "1", Keys::jobs(p, tenant), mode, consumer,
+                                   std::to_string(std::max<long long>(1, lease.count()))};
+  argv.insert(argv.end(), ids.begin(), ids.end());
+  Reply r = conn.call(argv, /*allow_error=*/true);
+  if (is_error(r.get())) throw QueueError("redis " + conn.url() + ": FCALL kj_lease: " + text(r.get()));
+  std::vector<std::string> lost;
+  for (std::size_t i = 0; i < size(r.get()); ++i) lost.push_back(text(element(r.get(), i)));
+  return lost;
+}
+}  // namespace
+
+std::vector<std::string> Queue::renew(const std::string& tenant, const std::string& consumer,
+                                      const std::vector<std::string>& ids, milliseconds lease) {
+  return lease_call(impl_->conn, impl_->partition, "renew", tenant, consumer, ids, lease);
+}
+
+std::vector<std::string> Queue::hand_back(const std::string& tenant, const std::string& consumer,
+                                          const std::vector<std::string>& ids, milliseconds lease) {
+  return lease_call(impl_->conn, impl_->partition, "handback", tenant, consumer, ids, lease);
+}
+
+std::vector<std::pair<std::string, std::string>> Queue::pending_of(const std::string& consumer) {
+  Impl& im = *impl_;
+  im.refresh_tenants(true);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& t : im.tenants) {
+    Reply r = im.conn.call({"XPENDING", Keys::jobs(im.partition, t), Keys::kGroup, "-", "+", "100000", consumer}, true);
+    if (is_error(r.get())) continue;
+    for (std::size_t i = 0; i < size(r.get()); ++i) out.emplace_back(t, text(element(element(r.get(), i), 0)));
+  }
+  return out;
+}
+
+bool Queue::retry_later(const Delivery& d, const std::string& job_id, std::uint32_t attempt,
+                        std::chrono::system_clock::time_point due) {
+  require_tenant(d.tenant);
+  require_job_id(job_id);
+  const int p = d.partition;
+  const auto due_ms = std::chrono::duration_cast<milliseconds>(due.time_since_epoch()).count();
+  Reply r = impl_->fcall({"FCALL", "kj_retry", "4", Keys::jobs(p, d.tenant), Keys::result(p, d.tenant, job_id),
+                          Keys::retry(p, d.tenant), Keys::delayed(p, d.tenant), d.entry_id, job_id,
+                          d.payload.value_or(""), std::to_string(attempt), std::to_string(due_ms), d.batch_id});
+  return integer(r.get()) == 1;
+}
+
+std::size_t Queue::promote_due() {
+  Impl& im = *impl_;
+  im.refresh_tenants(false);
+  if (im.tenants.empty()) return 0;
+  // Cheap first: which tenants have anything parked at all.
+  std::vector<std::vector<std::string>> probes;
+  for (const auto& t : im.tenants) probes.push_back({"ZCARD", Keys::delayed(im.partition, t)});
+  auto cards = im.conn.pipeline(probes);
+  const auto now_ms = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < im.tenants.size(); ++i) {
+    if (is_error(cards[i].get()) || integer(cards[i].get()) == 0) continue;
+    const auto& t = im.tenants[i];
+    Reply r = im.fcall({"FCALL", "kj_promote", "3", Keys::jobs(im.partition, t), Keys::retry(im.partition, t),
+                        Keys::delayed(im.partition, t), std::to_string(now_ms), "100"});
+    moved += static_cast<std::size_t>(integer(r.get()));
+  }
+  return moved;
+}
+
+std::size_t Queue::trim() {
+  Impl& im = *impl_;
+  im.refresh_tenants(false);
+  std::size_t removed = 0;
+  for (const auto& t : im.tenants) {
+    Reply r = im.fcall({"FCALL", "kj_trim", "1", Keys::jobs(im.partition, t)});
+    removed += static_cast<std::size_t>(integer(r.get()));
+  }
+  return removed;
+}
+
+void Queue::cancel_job(const std::string& tenant, const std::string& job_id, std::chrono::seconds ttl) {
+  require_tenant(tenant);
+  require_job_id(job_id);
+  impl_->fcall({"FCALL", "kj_cancel", "1", Keys::cancel(impl_->partition, tenant, job_id), std::to_string(ttl.count())});
+}
+
+void Queue::cancel_batch(const std::string& tenant, const std::string& batch_id, std::chrono::seconds ttl) {
+  require_tenant(tenant);
+  require_job_id(batch_id);
+  impl_->fcall({"FCALL", "kj_cancel", "1", Keys::batch_cancel(impl_->partition, tenant, batch_id),
+                std::to_string(ttl.count())});
+}
+
+std::vector<bool> Queue::cancelled(const std::vector<std::tuple<std::string, std::string, std::string>>& jobs) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& [t, j, b] : jobs) {
+    std::vector<std::string> c = {"EXISTS"};
+    if (valid_tenant(t) && valid_job_id(j)) c.push_back(Keys::cancel(impl_->partition, t, j));
+    if (valid_tenant(t) && valid_job_id(b)) c.push_back(Keys::batch_cancel(impl_->partition, t, b));
+    if (c.size() == 1) c.push_back(Keys::cancel(impl_->partition, "-", "-"));  // never set
+    cmds.push_back(std::move(c));
+  }
+  std::vector<bool> out;
+  if (cmds.empty()) return out;
+  auto replies = impl_->conn.pipeline(cmds);
+  for (auto& r : replies) out.push_back(!is_error(r.get()) && integer(r.get()) > 0);
+  return out;
+}
+
+BatchStatus Queue::batch_status(const std::string& tenant, const std::string& batch_id) {
+  require_tenant(tenant);
+  require_job_id(batch_id);
+  BatchStatus b;
+  Reply r = impl_->conn.call({"HGETALL", Keys::batch(impl_->partition, tenant, batch_id)});
+  for (std::size_t i = 0; i + 1 < size(r.get()); i += 2) {
+    const std::string k = text(element(r.get(), i));
+    const auto v = static_cast<std::uint64_t>(std::max<long long>(0, integer(element(r.get(), i + 1))));
+    if (k == "submitted") b.submitted = v;
+    else if (k == "completed") b.completed = v;
+    else if (k == "expected") b.expected = v;
+    else if (k.rfind("verdict:", 0) == 0) b.verdicts[k.substr(8)] = v;
+  }
+  Reply c = impl_->conn.call({"EXISTS", Keys::batch_cancel(impl_->partition, tenant, batch_id)});
+  b.cancelled = integer(c.get()) > 0;
+  return b;
+}
+
+void Queue::set_quota(const std::string& tenant, long long max_queued) {
+  if (tenant != "*") require_tenant(tenant);
+  if (max_queued < 0) impl_->conn.call({"HDEL", Keys::quotas(impl_->partition), tenant});
+  else impl_->conn.call({"HSET", Keys::quotas(impl_->partition), tenant, std::to_string(max_queued)});
+}
+
+std::vector<DeadLetter> Queue::dead_letters(const std::string& tenant, std::size_t max) {
+  require_tenant(tenant);
+  Reply r = impl_->conn.call({"XRANGE", Keys::dead(impl_->partition, tenant), "-", "+", "COUNT", std::to_string(max)});
+  std::vector<DeadLetter> out;
+  for (std::size_t i = 0; i < size(r.get()); ++i) {
+    const redisReply* e = element(r.get(), i);
+    DeadLetter dl;
+    dl.entry_id = text(element(e, 0));
+    const redisReply* kv = element(e, 1);
+    for (std::size_t k = 0; k + 1 < size(kv); k += 2) {
+      const std::string f = text(element(kv, k));
+      if (f == "id") dl.job_id = text(element(kv, k + 1));
+      else if (f == "reason") dl.reason = text(element(kv, k + 1));
+      else if (f == "batch") dl.batch_id = text(element(kv, k + 1));
+    }
+    out.push_back(std::move(dl));
+  }
+  return out;
+}
+
+std::string Queue::retry_dead(const std::string& tenant, const std::string& dead_entry_id) {
+  require_tenant(tenant);
+  const int p = impl_->partition;
+  Reply e = impl_->conn.call({"XRANGE", Keys::dead(p, tenant), dead_entry_id, dead_entry_id}, true);
+  if (is_error(e.get()) || size(e.get()) != 1) throw QueueError("no dead letter " + quoted(dead_entry_id) + " for " + tenant);
+  std::string job_id, batch;
+  const redisReply* kv = element(element(e.get(), 0), 1);
+  for (std::size_t k = 0; k + 1 < size(kv); k += 2) {
+    const std::string f = text(element(kv, k));
+    if (f == "id") job_id = text(element(kv, k + 1));
+    if (f == "batch") batch = text(element(kv, k + 1));
+  }
+  require_job_id(job_id);
+  Reply r = impl_->fcall({"FCALL", "kj_dead_retry", "5", Keys::dead(p, tenant), Keys::jobs(p, tenant),
+                          Keys::result(p, tenant, job_id), Keys::queued(p, tenant),
+                          valid_job_id(batch) ? Keys::batch(p, tenant, batch) : "", dead_entry_id});
+  return text(r.get());
+}
+
+std::size_t Queue::purge_dead(const std::string& tenant, const std::string& dead_entry_id) {
+  require_tenant(tenant);
+  const std::string key = Keys::dead(impl_->partition, tenant);
+  if (dead_entry_id.empty()) {
+    Reply n = impl_->conn.call({"XLEN", key});
+    impl_->conn.call({"DEL", key});
+    return static_cast<std::size_t>(integer(n.get()));
+  }
+  Reply r = impl_->conn.call({"XDEL", key, dead_entry_id});
+  return static_cast<std::size_t>(integer(r.get()));
 }
 
 std::vector<Delivery> Queue::fetch(const std::string& consumer, std::size_t max, milliseconds block) {
@@ -237,16 +568,20 @@ std::vector<Delivery> Queue::fetch(const std::string& consumer, std::size_t max,
 }
 
 bool Queue::complete(const Delivery& delivery, const std::string& job_id, const std::string& result_bytes,
-                     const std::string& verdict_name, std::chrono::seconds ttl) {
+                     const std::string& verdict_name, std::chrono::seconds ttl, const CompleteOptions& options) {
   require_tenant(delivery.tenant);
   if (ttl.count() < 1) throw QueueError("complete: result ttl must be at least 1 s");
   // An entry without a usable job id still gets its (INVALID_JOB) result stored and acked; it
   // is filed under "#<entry id>", which no valid job id can collide with.
   const std::string id = valid_job_id(job_id) ? job_id : "#" + delivery.entry_id;
   const int p = delivery.partition;
-  Reply r = impl_->fcall({"FCALL", "kj_complete", "3", Keys::result(p, delivery.tenant, id),
-                          Keys::done(p, delivery.tenant), Keys::jobs(p, delivery.tenant), delivery.entry_id, id,
-                          result_bytes, verdict_name, std::to_string(ttl.count())});
+  const bool batch = valid_job_id(delivery.batch_id);
+  Reply r = impl_->fcall({"FCALL", "kj_complete", "6", Keys::result(p, delivery.tenant, id),
+                          Keys::done(p, delivery.tenant), Keys::jobs(p, delivery.tenant), Keys::queued(p, delivery.tenant),
+                          batch ? Keys::batch(p, delivery.tenant, delivery.batch_id) : "", Keys::dead(p, delivery.tenant),
+                          delivery.entry_id, id, result_bytes, verdict_name, std::to_string(ttl.count()),
+                          batch ? delivery.batch_id : "", options.dead_reason,
+                          options.dead_reason.empty() ? "" : delivery.payload.value_or("")});
   return integer(r.get()) == 1;
 }
 

@@ -2,13 +2,17 @@
 //
 //   kjudge-sandbox [--bind SRC[:DST]]... [--bind-rw SRC[:DST]]... [--tmpfs DST[:SIZE]]...
 //                  [--cwd DIR] [--env K=V]... [--wall-ms N] [--output-limit N] [--share-net]
-//                  [--json] -- /path/to/cmd args...
+//                  [--seccomp enforce|log|off] [--seccomp-profile NAME] [--allow-syscall NAME]...
+//                  [--memory SIZE] [--pids N] [--cpus X] [--no-cgroup]
+//                  [--device-profile NAME [--gpu N]] [--json] -- /path/to/cmd args...
 //
 // kjsandbox::default_system_binds() (/usr, /etc/alternatives, /etc/ld.so.cache, /etc/OpenCL,
 // /sys/devices/system/cpu) are always bound read-only. The child's stdout/stderr are passed
 // through once it is done, then a report goes to stderr. Exit status: the child's own; 128+N
 // when it died by signal N; 124 on the wall limit (as timeout(1)); 123 on the output limit;
-// 125 when the sandbox could not be set up.
+// 125 when the sandbox could not be set up; 122 on a seccomp violation; 121 on the memory limit.
+// With --seccomp log the system calls outside the allow-list are listed in the report
+// ("seccomp_log"), one name each, to grow an allow-list from real runs.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -56,7 +60,12 @@ int main(int argc, char** argv) {
   std::string cwd = "/";
   std::uint64_t wall_ms = 10000;
   std::string output_limit = "1m";
-  bool share_net = false, json = false;
+  bool share_net = false, json = false, no_cgroup = false;
+  std::string seccomp_mode = "enforce", seccomp_profile = "default", memory, device_profile;
+  std::vector<std::string> allow_syscalls;
+  std::uint64_t pids = 0;
+  double cpus = 0;
+  int gpu = 0;
   app.add_option("--bind", binds, "Read-only bind SRC[:DST]")->allow_extra_args(false)->take_all();
   app.add_option("--bind-rw", binds_rw, "Writable bind SRC[:DST]")->allow_extra_args(false)->take_all();
   app.add_option("--tmpfs", tmpfs, "Extra tmpfs DST[:SIZE] (default size 64m)")->allow_extra_args(false)->take_all();
@@ -68,6 +77,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--share-net", share_net, "Keep the host's network namespace");
   app.add_flag("--json", json, "Print the report as JSON");
+  app.add_option("--seccomp", seccomp_mode, "System-call filter: enforce, log or off")
+      ->check(CLI::IsMember({"enforce", "log", "off"}))->capture_default_str();
+  app.add_option("--seccomp-profile", seccomp_profile, "Allow-list (sandbox/policies/NAME.txt)")->capture_default_str();
+  app.add_option("--allow-syscall", allow_syscalls, "Also allow this system call")->allow_extra_args(false)->take_all();
+  app.add_option("--memory", memory, "cgroup memory limit (swap off), e.g. 512m");
+  app.add_option("--pids", pids, "cgroup limit on tasks");
+  app.add_option("--cpus", cpus, "cgroup CPU quota in CPUs");
+  app.add_flag("--no-cgroup", no_cgroup, "Run without a job cgroup");
+  app.add_option("--device-profile", device_profile, "Device passthrough profile (nvidia-cuda, opencl, ...)");
+  app.add_option("--gpu", gpu, "GPU index for the device profile")->capture_default_str();
   app.add_option("command", command, "Command (absolute path inside the sandbox) and arguments")
       ->required();
   CLI11_PARSE(app, argc, argv);
@@ -95,6 +114,20 @@ int main(int argc, char** argv) {
     policy.wall_limit = std::chrono::milliseconds(wall_ms);
     policy.output_limit_bytes = parse_size(output_limit);
     policy.share_network = share_net;
+    policy.seccomp.mode = seccomp_mode == "log"   ? kjsandbox::Seccomp::Mode::Log
+                          : seccomp_mode == "off" ? kjsandbox::Seccomp::Mode::Off
+                                                  : kjsandbox::Seccomp::Mode::Enforce;
+    policy.seccomp.profile = seccomp_profile;
+    policy.seccomp.extra_allow = allow_syscalls;
+    policy.cgroup.enabled = !no_cgroup;
+    if (!memory.empty()) policy.cgroup.memory_bytes = parse_size(memory);
+    if (pids) policy.cgroup.pids = pids;
+    if (cpus > 0) policy.cgroup.cpu_quota = cpus;
+    if (!device_profile.empty()) {
+      auto prof = kjsandbox::load_device_profile(device_profile, gpu);
+      for (const auto& n : prof.notes) std::cerr << "kjudge-sandbox: " << n << "\n";
+      kjsandbox::apply_device_profile(prof, policy);
+    }
   } catch (const std::exception& e) {
     std::cerr << "kjudge-sandbox: " << e.what() << "\n";
     return 125;
@@ -124,18 +157,29 @@ int main(int argc, char** argv) {
         {"stdout_truncated", r.stdout_truncated},
         {"stderr_truncated", r.stderr_truncated},
         {"error", r.error},
+        {"cgroup", r.cgroup_version},
+        {"memory_peak_bytes", r.memory_peak_bytes},
+        {"oom_killed", r.oom_killed},
+        {"seccomp_syscall", r.seccomp_syscall},
+        {"seccomp_syscall_name", r.seccomp_syscall_name},
+        {"seccomp_arch", r.seccomp_arch},
+        {"seccomp_log", r.seccomp_log},
     };
     std::cerr << j.dump() << "\n";
   } else {
     std::cerr << "[kjudge-sandbox] " << kjsandbox::to_string(r.outcome);
     if (r.outcome == kjsandbox::Outcome::Exited) std::cerr << " code=" << r.exit_code;
     if (r.outcome == kjsandbox::Outcome::Signaled) std::cerr << " signal=" << r.signal;
+    if (r.outcome == kjsandbox::Outcome::SeccompViolation)
+      std::cerr << " syscall=" << r.seccomp_syscall_name << " (" << r.seccomp_arch << " #" << r.seccomp_syscall << ")";
+    if (r.cgroup_used) std::cerr << " cgroup=" << r.cgroup_version << " memory_peak=" << human_bytes(r.memory_peak_bytes);
     std::cerr << " wall=" << r.wall_seconds << "s cpu=" << r.cpu_seconds
               << "s peak_rss=" << human_bytes(r.peak_rss_bytes)
               << " stdout=" << human_bytes(r.stdout_data.size()) << (r.stdout_truncated ? " (truncated)" : "")
               << " stderr=" << human_bytes(r.stderr_data.size()) << (r.stderr_truncated ? " (truncated)" : "");
     if (!r.error.empty()) std::cerr << " error: " << r.error;
     std::cerr << "\n";
+    for (const auto& name : r.seccomp_log) std::cerr << "[kjudge-sandbox] seccomp-log " << name << "\n";
   }
 
   switch (r.outcome) {
@@ -144,6 +188,8 @@ int main(int argc, char** argv) {
     case kjsandbox::Outcome::WallTimeout: return 124;
     case kjsandbox::Outcome::OutputLimit: return 123;
     case kjsandbox::Outcome::SetupFailed: return 125;
+    case kjsandbox::Outcome::SeccompViolation: return 122;
+    case kjsandbox::Outcome::MemoryLimit: return 121;
   }
   return 125;
 }

@@ -5,7 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <linux/audit.h>
+#include <sys/capability.h>
+
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -21,6 +26,54 @@ constexpr std::array<const char*, 5> kDefaultDevices = {"/dev/null", "/dev/zero"
 constexpr std::array<const char*, 6> kMergedUsrLinks = {"/bin",   "/sbin",  "/lib",
                                                         "/lib32", "/lib64", "/libx32"};
 constexpr std::uint64_t kRootTmpfsBytes = 1ull << 20;
+
+// /proc entries hidden as runc and nsjail do: files get /dev/null bound over them, directories
+// an empty read-only tmpfs; kReadOnlyProc stay visible but read-only.
+constexpr std::array<const char*, 14> kMaskedProc = {
+    "/proc/kcore",       "/proc/keys",        "/proc/key-users",  "/proc/sysrq-trigger",
+    "/proc/timer_list",  "/proc/timer_stats", "/proc/sched_debug", "/proc/latency_stats",
+    "/proc/kallsyms",    "/proc/kmsg",        "/proc/acpi",       "/proc/scsi",
+    "/proc/asound",      "/proc/driver"};
+constexpr std::array<const char*, 5> kReadOnlyProc = {"/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq",
+                                                      "/proc/sysvipc"};
+
+#ifndef AUDIT_ARCH_NATIVE
+#if defined(__x86_64__)
+#define AUDIT_ARCH_NATIVE AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define AUDIT_ARCH_NATIVE AUDIT_ARCH_AARCH64
+#endif
+#endif
+
+struct CallerArea {
+  unsigned long arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
+};
+
+// Fields 48-51 of /proc/self/stat (the process's argv and environ strings), read once.
+const CallerArea& caller_area() {
+  static const CallerArea area = [] {
+    CallerArea a;
+    std::ifstream in("/proc/self/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto paren = text.rfind(')');
+    if (paren == std::string::npos) return a;
+    std::istringstream ss(text.substr(paren + 2));
+    std::vector<std::string> f;
+    for (std::string w; ss >> w;) f.push_back(w);
+    // f[0] is field 3 (state); field N is f[N - 3].
+    if (f.size() < 49) return a;
+    a.arg_start = std::stoul(f[45]);
+    a.arg_end = std::stoul(f[46]);
+    a.env_start = std::stoul(f[47]);
+    a.env_end = std::stoul(f[48]);
+    return a;
+  }();
+  return area;
+}
+
+struct EmptyCaps {
+  cap_t caps = cap_init();  // every set clear; never freed (shared by all plans)
+};
 
 // "/a//b/./c/" -> "/a/b/c"; nullopt for relative paths and "..".
 std::optional<std::string> normalize(const std::string& path) {
@@ -199,6 +252,32 @@ bool build_child_plan(const Policy& policy, ChildPlan& plan, std::string* error)
     proc.description = "proc /proc";
     b.add(std::move(proc), "/proc");
   }
+  if (policy.mask_proc) {
+    for (const char* path : kMaskedProc) {
+      if (std::find(policy.proc_unmask.begin(), policy.proc_unmask.end(), path) != policy.proc_unmask.end())
+        continue;
+      MountOp op;
+      op.kind = MountOp::Kind::Mask;
+      op.source = plan.keep(std::string(kOldRoot) + "/dev/null");
+      op.description = std::string("mask ") + path;
+      b.add(std::move(op), path);
+    }
+    for (const auto& path : policy.proc_hide) {
+      auto n = normalize(path);
+      if (!n || !is_under(*n, "/proc") || *n == "/proc") return b.fail("proc_hide must be under /proc: '" + path + "'");
+      MountOp op;
+      op.kind = MountOp::Kind::Mask;
+      op.source = plan.keep(std::string(kOldRoot) + "/dev/null");
+      op.description = "mask " + *n;
+      b.add(std::move(op), *n);
+    }
+    for (const char* path : kReadOnlyProc) {
+      MountOp op;
+      op.kind = MountOp::Kind::ReadOnly;
+      op.description = std::string("read-only ") + path;
+      b.add(std::move(op), path);
+    }
+  }
   // Parents before children; among equals, policy order (later mounts stack on earlier ones).
   std::stable_sort(b.ops.begin(), b.ops.end(),
                    [](const MountOp& x, const MountOp& y) { return x.depth < y.depth; });
@@ -209,6 +288,29 @@ bool build_child_plan(const Policy& policy, ChildPlan& plan, std::string* error)
   plan.scratch_tmpfs_options = "size=64k,nr_inodes=64,mode=700";
 
   plan.rlimits = plan_rlimits(policy.rlimits);
+
+  // Hardening.
+  static const EmptyCaps empty_caps;
+  if (!empty_caps.caps) return b.fail("cap_init failed");
+  plan.empty_caps = empty_caps.caps;
+  plan.cap_last = static_cast<int>(cap_max_bits()) - 1;
+  {
+    std::ifstream last("/proc/sys/kernel/cap_last_cap");
+    int v = -1;
+    if (last >> v && v > plan.cap_last) plan.cap_last = v;
+  }
+  plan.native_arch = AUDIT_ARCH_NATIVE;
+  if (policy.seccomp.mode != Seccomp::Mode::Off) {
+    std::string why;
+    plan.seccomp = compile_seccomp(policy.seccomp, &why);
+    if (!plan.seccomp) return b.fail(why);
+    plan.seccomp_log = policy.seccomp.mode == Seccomp::Mode::Log;
+  }
+  const CallerArea& area = caller_area();
+  plan.arg_start = area.arg_start;
+  plan.arg_end = area.arg_end;
+  plan.env_start = area.env_start;
+  plan.env_end = area.env_end;
   return true;
 }
 

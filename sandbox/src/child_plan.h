@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kjsandbox/policy.h"
+#include "seccomp_filter.h"
 
 namespace kjsandbox {
 
@@ -25,7 +27,9 @@ inline constexpr const char* kOldRoot = "/oldroot";
 inline constexpr const char* kNewRoot = "/newroot";
 
 struct MountOp {
-  enum class Kind { Bind, Tmpfs, Symlink, Proc };
+  // Mask: bind /dev/null (source) over a file, or a read-only empty tmpfs over a directory, when
+  // the target exists. ReadOnly: the target bound onto itself read-only, when it exists.
+  enum class Kind { Bind, Tmpfs, Symlink, Proc, Mask, ReadOnly };
   Kind kind = Kind::Bind;
   const char* source = nullptr;   // Bind: host path as seen under /oldroot; Symlink: link text
   const char* target = nullptr;   // absolute path under /newroot
@@ -60,8 +64,19 @@ struct ChildPlan {
   gid_t gid = 0;
   bool drop_groups = false; // setgroups(0, NULL) (possible when the parent may allow setgroups)
 
+  // Hardening (init, after the root is built): capabilities, securebits, no_new_privs, seccomp.
+  void* empty_caps = nullptr;                    // a libcap cap_t with every set clear
+  int cap_last = 40;                             // highest capability number of this kernel
+  std::shared_ptr<const SeccompProgram> seccomp;  // nullptr = no filter
+  bool seccomp_log = false;                      // Log mode: let calls through, report them
+  std::uint32_t native_arch = 0;                 // AUDIT_ARCH of this build
+  // The caller's argv/environ area (from /proc/self/stat), wiped in init so /proc/1/cmdline and
+  // /proc/1/environ of the sandbox show nothing of the daemon.
+  unsigned long arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
+
   // File descriptors (set by the launcher just before clone).
-  int fd_sync_read = -1;     // parent writes one byte once the id maps are in place
+  int fd_sync_read = -1;     // parent writes a byte once the id maps are in place, another once
+                             // the child is in the job cgroup
   int fd_status_write = -1;  // ChildMessage records
   int fd_stdin = -1;
   int fd_stdout_write = -1;
@@ -77,6 +92,10 @@ bool build_child_plan(const Policy& policy, ChildPlan& plan, std::string* error)
 
 // Child side: the PID 1 of the sandbox. Never returns.
 [[noreturn]] void sandbox_init_main(const ChildPlan& plan);
+
+// Child side: capabilities, securebits, no_new_privs, then the seccomp filter (last). Returns
+// the notification listener fd (or -2 without a filter), -1 after sending a SetupError.
+int harden(const ChildPlan& plan);
 
 // Child side: builds the root view and pivots into it; on failure sends a SetupError and
 // returns false.

@@ -11,7 +11,7 @@
 namespace kjsandbox {
 namespace {
 
-struct CloneArgs {  // struct clone_args, CLONE_ARGS_SIZE_VER0
+struct CloneArgs {  // struct clone_args, CLONE_ARGS_SIZE_VER2
   std::uint64_t flags;
   std::uint64_t pidfd;
   std::uint64_t child_tid;
@@ -20,7 +20,14 @@ struct CloneArgs {  // struct clone_args, CLONE_ARGS_SIZE_VER0
   std::uint64_t stack;
   std::uint64_t stack_size;
   std::uint64_t tls;
+  std::uint64_t set_tid;
+  std::uint64_t set_tid_size;
+  std::uint64_t cgroup;
 };
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
 
 }  // namespace
 
@@ -31,12 +38,16 @@ unsigned long long sandbox_clone_flags(bool share_network) {
   return flags;
 }
 
-pid_t clone_sandbox(bool share_network, int* pidfd) {
+pid_t clone_sandbox(bool share_network, int* pidfd, int cgroup_fd) {
   CloneArgs args{};
   args.flags = sandbox_clone_flags(share_network) | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<std::uintptr_t>(pidfd);
   args.exit_signal = SIGCHLD;
-  return static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof args));
+  if (cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
+  }
+  return static_cast<pid_t>(syscall(SYS_clone3, &args, cgroup_fd >= 0 ? sizeof args : 64));
 }
 
 }  // namespace kjsandbox

@@ -15,6 +15,7 @@ namespace kjsandbox {
     sys::exit(127);
   };
 
+  sys::reset_signals();  // init blocks SIGCHLD for its signalfd
   int failed = -1;
   if (!apply_rlimits(plan, &failed)) fail(Step::Rlimit, failed);
   // Already the inside ids (init took them); repeated so the command never depends on it.

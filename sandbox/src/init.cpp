@@ -1,13 +1,21 @@
 // Child side: the sandbox's PID 1. It is the process clone3 created, so it starts as a copy of
 // one thread of the (multi-threaded) caller: only system calls until it dies (see sys.h).
 //
-// It keeps only its own fds, waits until the parent has written the id maps, takes the inside
-// identity, builds the root view, forks the command, then reaps every process of the namespace.
-// When the command exits it reports the command's wait status and exits itself; the kernel then
-// kills whatever is left in the pid namespace. Setup failures go out as (step, errno).
+// It keeps only its own fds, waits until the parent has written the id maps (and put it in the
+// job cgroup), takes the inside identity, builds the root view, wipes the caller's command line
+// and environment from its memory, hardens itself (capabilities, securebits, no_new_privs,
+// seccomp; inherited by the command), forks the command, then reaps every process of the
+// namespace and answers seccomp notifications: a call outside the allow-list kills the whole
+// namespace and is reported (Enforce), or is let through and reported once (Log). When the
+// command exits it reports the command's wait status and exits itself; the kernel then kills
+// whatever is left in the pid namespace. Setup failures go out as (step, errno).
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "child_plan.h"
 #include "sys.h"
@@ -34,6 +42,25 @@ void close_all_except(int* keep, int n) {
   sys::close_range(next, ~0u);
 }
 
+void wipe(unsigned long start, unsigned long end) {
+  if (start == 0 || end <= start || end - start > (1ul << 20)) return;
+  volatile char* p = reinterpret_cast<volatile char*>(start);
+  for (unsigned long i = 0; i < end - start; ++i) p[i] = 0;
+}
+
+// The caller's argv/environ strings live in our copy of its stack: overwrite them, so the
+// sandbox's /proc/1/cmdline reads "kjsandbox-init" and /proc/1/environ is empty.
+void hide_caller(const ChildPlan& plan) {
+  wipe(plan.env_start, plan.env_end);
+  if (plan.arg_start && plan.arg_end > plan.arg_start) {
+    static const char kName[] = "kjsandbox-init";
+    wipe(plan.arg_start, plan.arg_end);
+    volatile char* p = reinterpret_cast<volatile char*>(plan.arg_start);
+    for (unsigned long i = 0; i < sizeof kName && i + 1 < plan.arg_end - plan.arg_start; ++i) p[i] = kName[i];
+  }
+  sys::prctl5(PR_SET_NAME, reinterpret_cast<unsigned long>("kjsandbox-init"), 0, 0, 0);
+}
+
 }  // namespace
 
 [[noreturn]] void sandbox_init_main(const ChildPlan& plan) {
@@ -44,16 +71,21 @@ void close_all_except(int* keep, int n) {
                 plan.fd_stderr_write};
   close_all_except(keep, static_cast<int>(sizeof keep / sizeof keep[0]));
 
-  // Released once uid_map/gid_map are written; EOF means the parent gave up.
-  char go = 0;
-  ssize_t n;
-  while ((n = sys::read(plan.fd_sync_read, &go, 1)) < 0 && errno == EINTR) {
-  }
-  if (n != 1) {
-    send_setup_error(status_fd, Step::WaitForParent, -1, n < 0 ? errno : EPIPE);
-    sys::exit(1);
-  }
-  sys::close(plan.fd_sync_read);
+  // Released in two steps: the first byte once uid_map/gid_map are written (we may build the
+  // root), the second once we are in the job cgroup (we may fork the command). The parent's
+  // cgroup attach (a v1 migration waits for an RCU grace period) overlaps our root set-up.
+  // EOF means the parent gave up.
+  auto wait_parent = [&] {
+    char go = 0;
+    ssize_t n;
+    while ((n = sys::read(plan.fd_sync_read, &go, 1)) < 0 && errno == EINTR) {
+    }
+    if (n != 1) {
+      send_setup_error(status_fd, Step::WaitForParent, -1, n < 0 ? errno : EPIPE);
+      sys::exit(1);
+    }
+  };
+  wait_parent();
 
   // Take the inside identity now: the full capability set in the new user namespace stays
   // (the ids are not 0 -> non-0 transitions there), and files created on our own tmpfs mounts
@@ -77,6 +109,22 @@ void close_all_except(int* keep, int n) {
     sys::exit(1);
   }
   sys::prctl(PR_SET_DUMPABLE, 0);
+  hide_caller(plan);
+
+  // SIGCHLD through a signalfd, so one poll covers reaping and seccomp notifications.
+  std::uint64_t chld = 1ull << (SIGCHLD - 1);
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &chld, nullptr, sizeof chld);
+  const int sigfd = static_cast<int>(syscall(SYS_signalfd4, -1, &chld, sizeof chld, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (sigfd < 0) {
+    send_setup_error(status_fd, Step::Reap, -1, errno);
+    sys::exit(1);
+  }
+
+  wait_parent();  // in the job cgroup now: everything forked from here on is accounted there
+  sys::close(plan.fd_sync_read);
+
+  int listener = harden(plan);
+  if (listener == -1) sys::exit(1);
 
   pid_t command = sys::fork();
   if (command < 0) {
@@ -90,18 +138,57 @@ void close_all_except(int* keep, int n) {
   sys::close(plan.fd_stdout_write);
   sys::close(plan.fd_stderr_write);
 
+  std::uint64_t seen[16] = {};  // Log mode: native calls already reported (nr < 1024)
+  bool killing = false;
   for (;;) {
     int status = 0;
-    pid_t pid = sys::wait4(-1, &status, __WALL, nullptr);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
+    pid_t pid;
+    while ((pid = sys::wait4(-1, &status, __WALL | WNOHANG, nullptr)) > 0) {
+      if (pid == command) {
+        send_command_status(status_fd, status);
+        sys::exit(0);
+      }
+    }
+    if (pid < 0 && errno != EINTR) {
       send_setup_error(status_fd, Step::Reap, -1, errno);
       sys::exit(1);
     }
-    if (pid == command) {
-      send_command_status(status_fd, status);
-      sys::exit(0);
+    pollfd pfds[2] = {{sigfd, POLLIN, 0}, {listener >= 0 && !killing ? listener : -1, POLLIN, 0}};
+    if (syscall(SYS_ppoll, pfds, 2, nullptr, nullptr, 0) < 0) continue;
+    if (pfds[0].revents) {
+      signalfd_siginfo si[4];
+      while (sys::read(sigfd, si, sizeof si) > 0) {
+      }
     }
+    if (pfds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+      sys::close(listener);
+      listener = -1;
+      continue;
+    }
+    if (!(pfds[1].revents & POLLIN)) continue;
+    seccomp_notif req;
+    {
+      volatile char* z = reinterpret_cast<volatile char*>(&req);
+      for (std::size_t i = 0; i < sizeof req; ++i) z[i] = 0;
+    }
+    if (sys::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) continue;  // the caller died
+    if (!plan.seccomp_log) {
+      // Enforce: the call never runs; everything but us dies, then the command is reaped above.
+      send_syscall(status_fd, ChildMessage::SeccompViolation, req.data.nr, req.data.arch);
+      killing = true;
+      sys::kill(-1, SIGKILL);
+      continue;
+    }
+    const auto nr = static_cast<std::uint32_t>(req.data.nr);
+    const bool native = req.data.arch == plan.native_arch && nr < 1024;
+    if (!native || !(seen[nr / 64] & (1ull << (nr % 64)))) {
+      if (native) seen[nr / 64] |= 1ull << (nr % 64);
+      send_syscall(status_fd, ChildMessage::SyscallSeen, req.data.nr, req.data.arch);
+    }
+    seccomp_notif_resp resp{};
+    resp.id = req.id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    sys::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
   }
 }
 

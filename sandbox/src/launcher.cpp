@@ -17,6 +17,7 @@
 #include <string>
 #include <system_error>
 
+#include "cgroup.h"
 #include "child_plan.h"
 #include "kjsandbox/sandbox.h"
 #include "launcher.h"
@@ -165,9 +166,32 @@ Report run(const Policy& policy) {
   plan.fd_stdout_write = out_w.get();
   plan.fd_stderr_write = err_w.get();
 
+  // The job cgroup: limits and accounting for the whole tree.
+  std::unique_ptr<JobCgroup> cgroup;
+  if (policy.cgroup.enabled) {
+    std::string cg_error;
+    cgroup = JobCgroup::create(policy.cgroup, &cg_error);
+    if (!cgroup && (!cg_error.empty() || policy.cgroup.memory_bytes || policy.cgroup.pids ||
+                    policy.cgroup.cpu_quota)) {
+      std::string why;
+      cgroup_mode(&why);
+      report.outcome = Outcome::SetupFailed;
+      report.error = cg_error.empty() ? "cgroup limits requested but " + why : cg_error;
+      return report;
+    }
+  }
+
   int pidfd_raw = -1;
-  const pid_t pid = clone_sandbox(policy.share_network, &pidfd_raw);
+  const int cgroup_fd = cgroup ? cgroup->clone_into_fd() : -1;
+  pid_t pid = clone_sandbox(policy.share_network, &pidfd_raw, cgroup_fd);
   if (pid == 0) sandbox_init_main(plan);  // the child; never returns
+  bool need_attach = cgroup && cgroup_fd < 0;
+  if (pid < 0 && cgroup_fd >= 0 && errno != ENOMEM && errno != EAGAIN) {
+    // A kernel without CLONE_INTO_CGROUP: clone, then attach before releasing the child.
+    pid = clone_sandbox(policy.share_network, &pidfd_raw, -1);
+    if (pid == 0) sandbox_init_main(plan);
+    need_attach = true;
+  }
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "clone3");
   Fd pidfd(pidfd_raw);
   const auto clone_time = Clock::now();
@@ -181,25 +205,31 @@ Report run(const Policy& policy) {
 
   auto kill_tree = [&] { syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0u); };
 
-  std::string map_error;
-  if (!write_id_maps(pid, policy, &map_error)) {
+  auto setup_failed = [&](std::string error) {
     kill_tree();
     int st;
     while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     report.outcome = Outcome::SetupFailed;
-    report.error = "user namespace id maps: " + map_error;
+    report.error = std::move(error);
     return report;
-  }
-  char go = 'x';
-  (void)!::write(sync_w.get(), &go, 1);
+  };
+  // Two releases: after the id maps the child builds its root while we attach it to the job
+  // cgroup (v1, or v2 without CLONE_INTO_CGROUP); after the attach it may fork the command.
+  std::string map_error;
+  if (!write_id_maps(pid, policy, &map_error)) return setup_failed("user namespace id maps: " + map_error);
+  const char go[2] = {'m', 'c'};
+  if (::write(sync_w.get(), &go[0], 1) != 1) return setup_failed("release the child: " + errno_text(errno));
+  if (need_attach && !cgroup->attach(pid, &map_error)) return setup_failed(map_error);
+  (void)!::write(sync_w.get(), &go[1], 1);
   sync_w.reset();
 
   enum class Killed { No, Wall, Output } killed = Killed::No;
   const auto deadline = clone_time + policy.wall_limit;
   std::optional<Clock::time_point> exited_at;
-  bool have_status = false, have_setup_error = false;
-  ChildMessage setup_error{}, command_status{};
+  bool have_status = false, have_setup_error = false, have_violation = false;
+  ChildMessage setup_error{}, command_status{}, violation{};
+  std::vector<std::pair<int, std::uint32_t>> seen_calls;
   std::string status_buf;
   const std::uint64_t limit = policy.output_limit_bytes;
   Capture captures[2] = {{&report.stdout_data, &report.stdout_truncated},
@@ -268,6 +298,11 @@ Report run(const Policy& policy) {
           } else if (m.kind == ChildMessage::CommandStatus) {
             have_status = true;
             command_status = m;
+          } else if (m.kind == ChildMessage::SeccompViolation && !have_violation) {
+            have_violation = true;
+            violation = m;
+          } else if (m.kind == ChildMessage::SyscallSeen) {
+            seen_calls.emplace_back(m.nr, m.arch);
           }
         }
         continue;
@@ -296,14 +331,47 @@ Report run(const Policy& policy) {
   report.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                        static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   report.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024u;
+  if (cgroup) {
+    cgroup->kill_all();  // init is gone, so is its pid namespace; this is belt and braces
+    const CgroupStats st = cgroup->stats();
+    report.cgroup_used = true;
+    report.cgroup_version = cgroup->v2() ? "v2" : "v1";
+    report.memory_peak_bytes = st.memory_peak.value_or(0);
+    report.oom_killed = st.oom_killed;
+    if (st.cpu_seconds) report.cpu_seconds = *st.cpu_seconds;
+    cgroup.reset();
+  }
+  if (have_violation) {
+    report.seccomp_syscall = violation.nr;
+    report.seccomp_arch = seccomp_arch_name(violation.arch, violation.nr);
+    report.seccomp_syscall_name = seccomp_syscall_name(violation.arch, violation.nr);
+  }
+  for (const auto& [nr, arch] : seen_calls) {
+    std::string name = seccomp_syscall_name(arch, nr);
+    if (arch != plan.native_arch || (nr & 0x40000000)) name = seccomp_arch_name(arch, nr) + ":" + name;
+    report.seccomp_log.push_back(name);
+  }
+  std::sort(report.seccomp_log.begin(), report.seccomp_log.end());
+  report.seccomp_log.erase(std::unique(report.seccomp_log.begin(), report.seccomp_log.end()),
+                           report.seccomp_log.end());
+  // A command that died of SIGSYS under a kill-process bad-arch action (kernels without
+  // user-notification for bad arches) is a violation of an unknown call.
+  const bool sigsys = have_status && WIFSIGNALED(command_status.wait_status) &&
+                      WTERMSIG(command_status.wait_status) == SIGSYS && plan.seccomp &&
+                      plan.seccomp->badarch_kills && !plan.seccomp_log;
 
-  if (killed == Killed::Wall) {
+  if (report.oom_killed && !have_setup_error) {
+    report.outcome = Outcome::MemoryLimit;
+  } else if (killed == Killed::Wall) {
     report.outcome = Outcome::WallTimeout;
   } else if (killed == Killed::Output) {
     report.outcome = Outcome::OutputLimit;
   } else if (have_setup_error) {
     report.outcome = Outcome::SetupFailed;
     report.error = describe_setup_error(plan, policy, setup_error);
+  } else if (have_violation || sigsys) {
+    report.outcome = Outcome::SeccompViolation;
+    if (!have_violation) report.seccomp_syscall_name = "unknown (SIGSYS: a non-native ABI)";
   } else if (have_status && WIFEXITED(command_status.wait_status)) {
     report.outcome = Outcome::Exited;
     report.exit_code = WEXITSTATUS(command_status.wait_status);

@@ -10,6 +10,7 @@ unsigned long long sandbox_clone_flags(bool share_network);
 
 // Fork-like clone3 (no new stack) into fresh namespaces, with CLONE_PIDFD and exit signal
 // SIGCHLD. Returns 0 in the child, the pid in the parent (pidfd in *pidfd), -1 with errno.
-pid_t clone_sandbox(bool share_network, int* pidfd);
+// With cgroup_fd >= 0 the child starts in that (v2) cgroup (CLONE_INTO_CGROUP).
+pid_t clone_sandbox(bool share_network, int* pidfd, int cgroup_fd = -1);
 
 }  // namespace kjsandbox

@@ -104,6 +104,25 @@ bool run_op(const MountOp& op, int index, const Fail& fail) {
       if (mkdir_p(op.target, false) != 0) return fail(Step::MountPoint, index);
       if (sys::symlink(op.source, op.target) != 0 && errno != EEXIST) return fail(Step::Symlink, index);
       return true;
+    case MountOp::Kind::Mask:
+    case MountOp::Kind::ReadOnly: {
+      struct stat st{};
+      if (sys::stat(op.target, &st) != 0) return true;  // this kernel has no such entry
+      const bool dir = S_ISDIR(st.st_mode);
+      if (op.kind == MountOp::Kind::Mask && dir) {
+        if (sys::mount("tmpfs", op.target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                       "size=4k,nr_inodes=1,mode=555") != 0)
+          return fail(Step::Tmpfs, index);
+        return true;
+      }
+      const char* source = op.kind == MountOp::Kind::Mask ? op.source : op.target;
+      if (sys::mount(source, op.target, nullptr, MS_BIND | (dir ? MS_REC : 0), nullptr) != 0)
+        return fail(Step::Bind, index);
+      if (add_mount_flags(op.target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                          dir) != 0)
+        return fail(Step::BindFlags, index);
+      return true;
+    }
     case MountOp::Kind::Proc:
       if (mkdir_p(op.target, true) != 0) return fail(Step::MountPoint, index);
       if (sys::mount("proc", op.target, "proc", op.mount_flags, nullptr) != 0)

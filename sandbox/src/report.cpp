@@ -11,6 +11,8 @@ const char* to_string(Outcome o) {
     case Outcome::WallTimeout: return "wall_timeout";
     case Outcome::OutputLimit: return "output_limit";
     case Outcome::SetupFailed: return "setup_failed";
+    case Outcome::SeccompViolation: return "seccomp_violation";
+    case Outcome::MemoryLimit: return "memory_limit";
   }
   return "unknown";
 }
@@ -42,6 +44,13 @@ const char* step_name(Step step) {
     case Step::Stdio: return "set up stdio";
     case Step::Exec: return "execve";
     case Step::Reap: return "wait for command";
+    case Step::Securebits: return "lock securebits";
+    case Step::CapBound: return "drop bounding capabilities";
+    case Step::CapAmbient: return "clear ambient capabilities";
+    case Step::CapSet: return "drop capabilities";
+    case Step::NoNewPrivs: return "set no_new_privs";
+    case Step::SeccompLoad: return "load seccomp filter";
+    case Step::SeccompNotify: return "seccomp notification";
   }
   return "unknown step";
 }

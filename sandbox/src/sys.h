@@ -109,3 +109,14 @@ inline void reset_signals() {
 }
 
 }  // namespace kjsandbox::sys
+
+namespace kjsandbox::sys {
+inline int seccomp_filter(unsigned int flags, const void* prog) {
+  return static_cast<int>(syscall(SYS_seccomp, 1 /* SECCOMP_SET_MODE_FILTER */, flags, prog));
+}
+inline int ioctl(int fd, unsigned long req, void* arg) { return static_cast<int>(syscall(SYS_ioctl, fd, req, arg)); }
+inline int kill(pid_t pid, int sig) { return static_cast<int>(syscall(SYS_kill, pid, sig)); }
+inline int prctl5(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5) {
+  return static_cast<int>(syscall(SYS_prctl, option, a2, a3, a4, a5));
+}
+}  // namespace kjsandbox::sys

@@ -36,15 +36,24 @@ enum class Step : std::int32_t {
   Stdio,
   Exec,
   Reap,
+  Securebits,
+  CapBound,
+  CapAmbient,
+  CapSet,
+  NoNewPrivs,
+  SeccompLoad,
+  SeccompNotify,
 };
 
 struct ChildMessage {
-  enum Kind : std::int32_t { SetupError = 1, CommandStatus = 2 };
+  enum Kind : std::int32_t { SetupError = 1, CommandStatus = 2, SeccompViolation = 3, SyscallSeen = 4 };
   std::int32_t kind = 0;
   std::int32_t step = 0;          // SetupError: a Step
   std::int32_t index = -1;        // SetupError: which op of the step, -1 if none
   std::int32_t err = 0;           // SetupError: errno
   std::int32_t wait_status = 0;   // CommandStatus: the command's wait(2) status
+  std::int32_t nr = 0;            // SeccompViolation/SyscallSeen: the call's number
+  std::uint32_t arch = 0;         // ... and its AUDIT_ARCH_*
 };
 
 // Child side (async-signal-safe).
@@ -62,6 +71,15 @@ inline void send_command_status(int fd, int wait_status) {
   ChildMessage m;
   m.kind = ChildMessage::CommandStatus;
   m.wait_status = wait_status;
+  while (sys::write(fd, &m, sizeof m) < 0 && errno == EINTR) {
+  }
+}
+
+inline void send_syscall(int fd, ChildMessage::Kind kind, int nr, std::uint32_t arch) {
+  ChildMessage m;
+  m.kind = kind;
+  m.nr = nr;
+  m.arch = arch;
   while (sys::write(fd, &m, sizeof m) < 0 && errno == EINTR) {
   }
 }

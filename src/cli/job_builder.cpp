@@ -4,6 +4,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 
+#include <chrono>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -54,6 +55,11 @@ v1::Job build_job(const JobSpec& spec) {
     c->set_name(spec.candidate->filename().string());
     c->set_text(read_text(*spec.candidate));
   }
+  if (spec.trivial) {
+    if (job.task_case() != v1::Job::TASK_NOT_SET) throw std::runtime_error("--trivial cannot be combined with a task");
+    auto* t = job.mutable_trivial();
+    for (const auto& a : spec.trivial_argv) t->add_argv(a);
+  }
   if (!spec.job_id.empty()) job.set_job_id(spec.job_id);
   if (job.job_id().empty()) job.set_job_id(random_job_id());
   if (spec.tenant) job.set_tenant(*spec.tenant);
@@ -64,7 +70,11 @@ v1::Job build_job(const JobSpec& spec) {
   if (spec.trials) job.mutable_options()->mutable_timing()->set_max_trials(spec.trials);
   if (spec.sets) job.mutable_options()->set_correctness_sets(spec.sets);
   if (!spec.reward_policy.empty()) job.mutable_options()->set_reward_policy(spec.reward_policy);
-  *job.mutable_submitted_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  {  // with nanoseconds (TimeUtil::GetCurrentTime() has whole seconds with this protobuf)
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    job.mutable_submitted_at()->set_seconds(ns / 1'000'000'000);
+    job.mutable_submitted_at()->set_nanos(static_cast<int>(ns % 1'000'000'000));
+  }
   return job;
 }
 

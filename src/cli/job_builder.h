@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kjudge/v1/job.pb.h"
 
@@ -20,6 +21,8 @@ struct JobSpec {
   std::string batch_id;
   std::uint32_t compile_wall_ms = 0, run_wall_ms = 0, trials = 0, sets = 0;
   std::string reward_policy;
+  bool trivial = false;                            // a TrivialTask (queue tests, benchmarks)
+  std::vector<std::string> trivial_argv;           // default /bin/true
 };
 
 // Throws std::runtime_error with a message naming the file or flag at fault.

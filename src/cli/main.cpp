@@ -1,4 +1,4 @@
-// kjudge: the command-line client. submit / wait / eval / status.
+// kjudge: the command-line client. submit / wait / eval / status / cancel / batch / admin.
 #include <CLI/CLI.hpp>
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/admin.h"
 #include "cli/job_builder.h"
 #include "cli/result_view.h"
 #include "common/config.h"
@@ -71,6 +72,10 @@ int main(int argc, char** argv) {
   std::optional<std::string> raw_payload_file, raw_job_id;
   auto* submit = app.add_subcommand("submit", "put a job on the queue; prints its job id");
   add_job_options(submit, submit_spec);
+  std::uint32_t batch_size = 0;
+  submit->add_option("--batch-size", batch_size, "jobs the batch will have (its batch_done event waits for them)");
+  submit->add_flag("--trivial", submit_spec.trivial, "a TrivialTask (queue tests, benchmarks)");
+  submit->add_option("--argv", submit_spec.trivial_argv, "the trivial task's command (default /bin/true)");
   submit->add_option("--raw-payload", raw_payload_file, "send this file's bytes as the job payload, unchecked (testing)")
       ->check(CLI::ExistingFile);
 
@@ -92,6 +97,45 @@ int main(int argc, char** argv) {
   auto* status = app.add_subcommand("status", "queues per tenant and live nodes");
   status->add_flag("--json", json, "machine-readable output");
 
+  std::string cancel_tenant = "dev", cancel_id, cancel_batch;
+  auto* cancel = app.add_subcommand("cancel", "cancel a job (queued: never runs; running: result CANCELLED) or a whole batch");
+  cancel->add_option("job_id", cancel_id, "the job");
+  cancel->add_option("--batch", cancel_batch, "cancel every job of this batch instead");
+  cancel->add_option("--tenant", cancel_tenant, "tenant");
+
+  std::string batch_id, batch_tenant = "dev";
+  auto* batch = app.add_subcommand("batch", "a batch's counters (submitted, completed, verdicts)");
+  batch->add_option("batch_id", batch_id)->required();
+  batch->add_option("--tenant", batch_tenant, "tenant");
+  batch->add_flag("--json", json, "machine-readable output");
+
+  auto* admin = app.add_subcommand("admin", "operator commands");
+  admin->require_subcommand(1);
+  admin->add_flag("--json", json, "machine-readable output");
+  auto* a_queues = admin->add_subcommand("queues", "per tenant: lag, pending, jobs without a result, parked retries, dead letters");
+  std::string a_tenant = "dev", a_job, a_node, a_action = "list", a_entry, a_password;
+  auto* a_job_cmd = admin->add_subcommand("job", "inspect a job: state, owner, deliveries, verdict");
+  a_job_cmd->add_option("job_id", a_job)->required();
+  a_job_cmd->add_option("--tenant", a_tenant, "tenant");
+  auto* a_nodes = admin->add_subcommand("nodes", "live nodes (heartbeats)");
+  bool a_undo = false;
+  auto* a_drain = admin->add_subcommand("drain", "ask a node to drain (stop fetching, hand back, finish, exit)");
+  a_drain->add_option("node", a_node)->required();
+  a_drain->add_flag("--undo", a_undo, "withdraw the request");
+  auto* a_dead = admin->add_subcommand("dead", "dead letters: list | retry [entry] | purge [entry]");
+  a_dead->add_option("action", a_action)->check(CLI::IsMember({"list", "retry", "purge"}));
+  a_dead->add_option("entry", a_entry, "one dead-letter entry id (default: all)");
+  a_dead->add_option("--tenant", a_tenant, "tenant")->required();
+  long long a_max = -1;
+  auto* a_quota = admin->add_subcommand("quota", "set a tenant's (or '*' default) max jobs waiting for a result; -1 removes");
+  a_quota->add_option("tenant", a_tenant)->required();
+  a_quota->add_option("max", a_max)->required();
+  bool a_apply = false;
+  auto* a_acl = admin->add_subcommand("acl", "print (or --apply) the ACL SETUSER line of a tenant user");
+  a_acl->add_option("tenant", a_tenant)->required();
+  a_acl->add_option("--password", a_password, "the user's password")->required();
+  a_acl->add_flag("--apply", a_apply, "run it on the server and register the tenant");
+
   CLI11_PARSE(app, argc, argv);
   kj::log::init("warn");
   try {
@@ -104,9 +148,38 @@ int main(int argc, char** argv) {
         return 0;
       }
       const v1::Job job = kj::cli::build_job(submit_spec);
-      q.submit(job.tenant(), job.job_id(), job.SerializeAsString());
+      try {
+        q.submit(job.tenant(), job.job_id(), job.SerializeAsString(), kjqueue::SubmitOptions{job.batch_id(), batch_size});
+      } catch (const kjqueue::QueueFull& e) {
+        std::cerr << "kjudge: queue full: " << e.what() << "\n";
+        return 4;
+      }
       std::cout << job.job_id() << "\n";
       return 0;
+    }
+    if (*cancel) {
+      kjqueue::Queue q(endpoint_for(redis), partition);
+      const auto ttl = std::chrono::seconds(7 * 24 * 3600);
+      if (!cancel_batch.empty()) q.cancel_batch(cancel_tenant, cancel_batch, ttl);
+      else if (!cancel_id.empty()) q.cancel_job(cancel_tenant, cancel_id, ttl);
+      else throw std::runtime_error("cancel needs a job id or --batch");
+      std::cout << "cancel requested\n";
+      return 0;
+    }
+    if (*batch) {
+      kjqueue::Queue q(endpoint_for(redis), partition);
+      return kj::cli::batch_status(q, batch_tenant, batch_id, json);
+    }
+    if (*admin) {
+      if (*a_acl && !a_apply) return kj::cli::admin_acl(nullptr, a_tenant, a_password, partition, false);
+      kjqueue::Queue q(endpoint_for(redis), partition);
+      if (*a_queues) return kj::cli::admin_queues(q, json);
+      if (*a_job_cmd) return kj::cli::admin_job(q, a_tenant, a_job, json);
+      if (*a_nodes) return kj::cli::admin_nodes(q, json);
+      if (*a_drain) return kj::cli::admin_drain(q, a_node, a_undo);
+      if (*a_dead) return kj::cli::admin_dead(q, a_tenant, a_action, a_entry, json);
+      if (*a_quota) return kj::cli::admin_quota(q, a_tenant, a_max);
+      if (*a_acl) return kj::cli::admin_acl(&q, a_tenant, a_password, partition, true);
     }
     if (*wait) {
       kjqueue::Queue q(endpoint_for(redis), partition);

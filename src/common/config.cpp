@@ -63,6 +63,52 @@ void apply(const toml::table& root, Config& c) {
       for (auto& e : *arr)
         if (auto p = e.value<std::string>()) c.sandbox.extra_ro_binds.push_back(*p);
   }
+  if (auto q = root["queue"].as_table()) {
+    auto ms = [&](std::string_view key, std::chrono::milliseconds& out, long long min) {
+      if (auto v = (*q)[key].value<std::int64_t>()) {
+        if (*v < min) throw std::runtime_error("queue." + std::string(key) + " must be at least " + std::to_string(min));
+        out = std::chrono::milliseconds(*v);
+      }
+    };
+    ms("lease_ms", c.queue.lease, 100);
+    ms("reap_interval_ms", c.queue.reap_interval, 10);
+    ms("retry_base_ms", c.queue.retry_base, 1);
+    ms("retry_max_ms", c.queue.retry_max, 1);
+    ms("cancel_poll_ms", c.queue.cancel_poll, 10);
+    std::chrono::milliseconds trim = c.queue.trim_interval, drain = c.queue.drain_timeout;
+    ms("trim_interval_ms", trim, 100);
+    ms("drain_timeout_ms", drain, 0);
+    c.queue.trim_interval = std::chrono::duration_cast<std::chrono::seconds>(trim);
+    if (c.queue.trim_interval.count() < 1) c.queue.trim_interval = std::chrono::seconds(1);
+    c.queue.drain_timeout = std::chrono::duration_cast<std::chrono::seconds>(drain);
+    if (auto v = (*q)["max_deliveries"].value<std::int64_t>()) {
+      if (*v < 1 || *v > 100) throw std::runtime_error("queue.max_deliveries must be in 1..100");
+      c.queue.max_deliveries = static_cast<unsigned>(*v);
+    }
+  }
+  if (auto ts = root["tenants"].as_table()) {
+    for (auto& [name, node] : *ts) {
+      auto* t = node.as_table();
+      if (!t) throw std::runtime_error("tenants." + std::string(name.str()) + " must be a table");
+      TenantConfig tc = c.queue.tenants.count(std::string(name.str())) ? c.queue.tenants[std::string(name.str())] : TenantConfig{};
+      if (auto v = (*t)["weight"].value<std::int64_t>()) {
+        if (*v < 1 || *v > 1000) throw std::runtime_error("tenants." + std::string(name.str()) + ".weight must be in 1..1000");
+        tc.weight = static_cast<unsigned>(*v);
+      }
+      if (auto v = (*t)["max_running"].value<std::int64_t>()) {
+        if (*v < 0 || *v > 1024) throw std::runtime_error("tenants." + std::string(name.str()) + ".max_running must be in 0..1024");
+        tc.max_running = static_cast<unsigned>(*v);
+      }
+      c.queue.tenants[std::string(name.str())] = tc;
+    }
+  }
+  if (auto m = root["metrics"].as_table()) {
+    take(*m, "address", c.metrics.address);
+    std::int64_t port = c.metrics.port;
+    take(*m, "port", port);
+    if (port < 0 || port > 65535) throw std::runtime_error("metrics.port must be in 0..65535");
+    c.metrics.port = static_cast<int>(port);
+  }
   if (auto l = root["limits"].as_table()) {
     take_u32(*l, "compile_wall_ms", c.limits.compile_wall_ms);
     take_u32(*l, "run_wall_ms", c.limits.run_wall_ms);

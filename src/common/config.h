@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,30 @@ struct LimitsConfig {  // defaults when a job leaves a limit at 0, and the maxim
   std::uint64_t max_job_bytes = 8 << 20;   // a serialized Job larger than this is INVALID_JOB
 };
 
+struct TenantConfig {
+  unsigned weight = 1;        // weighted round-robin share of this node's slots
+  unsigned max_running = 0;   // per-node concurrency cap (0 = no cap beyond the slots)
+};
+
+// Queue reliability and fairness (design §8).
+struct QueueConfig {
+  std::chrono::milliseconds lease{30'000};        // an entry idle this long is claimable by any node's reaper
+  std::chrono::milliseconds reap_interval{1'000}; // how often this node's reaper looks
+  unsigned max_deliveries = 5;                    // then: dead letter + INFRA_ERROR result
+  std::chrono::milliseconds retry_base{1'000};    // INFRA_ERROR retry backoff: base * 2^(attempt-1), jittered
+  std::chrono::milliseconds retry_max{60'000};
+  std::chrono::seconds trim_interval{10};
+  std::chrono::milliseconds cancel_poll{500};     // running jobs' cancel markers are checked this often
+  std::chrono::seconds drain_timeout{60};         // SIGTERM: running jobs get this long, then leases go back
+  std::chrono::seconds cancel_ttl{7 * 24 * 3600};
+  std::map<std::string, TenantConfig> tenants;    // [tenants.<name>] weight/max_running; "*" = default
+};
+
+struct MetricsConfig {
+  std::string address = "127.0.0.1";  // loopback only by default
+  int port = 0;                        // 0 = no HTTP endpoint
+};
+
 struct Config {
   std::string node;                        // defaults to the host name
   std::filesystem::path state_dir = "/var/lib/kjudge";
@@ -46,6 +71,8 @@ struct Config {
   RedisConfig redis;
   SandboxConfig sandbox;
   LimitsConfig limits;
+  QueueConfig queue;
+  MetricsConfig metrics;
 };
 
 // Throws std::runtime_error with the file and the offending key on bad input.

@@ -4,8 +4,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <google/protobuf/util/time_util.h>
 #include <nlohmann/json.hpp>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <random>
+#include <set>
 #include <variant>
 
 #include "common/log.h"
@@ -16,6 +20,7 @@
 namespace kj {
 namespace v1 = kjudge::v1;
 using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -36,44 +41,113 @@ kjqueue::Queue& slot_queue(const Config& cfg) {
 
 bool expired(const v1::Job& job) {
   using google::protobuf::util::TimeUtil;
-  return job.has_deadline() && job.deadline().seconds() > 0 && TimeUtil::GetCurrentTime() > job.deadline();
+  return job.has_deadline() && job.deadline().seconds() > 0 && kj::now_timestamp() > job.deadline();
 }
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+}
+
+v1::Result status_result(const std::string& job_id, const std::string& tenant, v1::Verdict status,
+                         const std::string& message, const std::string& worker) {
+  v1::Result r = invalid_job_result(job_id, tenant, message, worker);
+  r.set_status(status);
+  r.clear_reward();
+  r.clear_feedback();
+  return r;
+}
+
+// Exponential backoff with full jitter in [base*2^(n-1)/2, base*2^(n-1)], capped.
+std::chrono::milliseconds backoff(const QueueConfig& q, unsigned attempt) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const double exp = static_cast<double>(q.retry_base.count()) * static_cast<double>(1ull << std::min(attempt - 1, 20u));
+  const double cap = std::min(exp, static_cast<double>(q.retry_max.count()));
+  std::uniform_real_distribution<double> jitter(cap / 2, cap);
+  return std::chrono::milliseconds(static_cast<long long>(jitter(rng)));
+}
+
+unsigned weight_of(const QueueConfig& q, const std::string& t) {
+  if (auto it = q.tenants.find(t); it != q.tenants.end()) return std::max(1u, it->second.weight);
+  if (auto it = q.tenants.find("*"); it != q.tenants.end()) return std::max(1u, it->second.weight);
+  return 1;
+}
+
+unsigned cap_of(const QueueConfig& q, const std::string& t) {
+  if (auto it = q.tenants.find(t); it != q.tenants.end()) return it->second.max_running;
+  if (auto it = q.tenants.find("*"); it != q.tenants.end()) return it->second.max_running;
+  return 0;
+}
+
+void notify(const std::string& state) { sd_notify(0, state.c_str()); }
 
 }  // namespace
 
-Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)), slots_(cfg_.workers) {}
-
-Daemon::~Daemon() {
-  request_stop();
-  if (fetcher_.joinable()) fetcher_.join();
-  slots_.join();
+Daemon::Daemon(Config cfg, std::function<Config()> reload)
+    : cfg_(std::move(cfg)), reload_fn_(std::move(reload)), slots_(cfg_.workers) {
+  metrics_.slots = cfg_.workers;
 }
 
-void Daemon::request_stop() {
+Daemon::~Daemon() {
   stopping_ = true;
   slot_free_.notify_all();
+  if (fetcher_.joinable()) fetcher_.join();
+  slots_.join();
 }
 
 int Daemon::run() {
   prepare_state_dir(cfg_.state_dir);
   loop_queue_ = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
   loop_queue_->load_functions();
+  // A previous incarnation of this node (crash, SIGKILL) may have left entries pending on our
+  // consumer name: hand them back at once so any node's reaper takes them now, not after a lease.
+  {
+    std::map<std::string, std::vector<std::string>> mine;
+    for (auto& [t, id] : loop_queue_->pending_of(cfg_.node)) mine[t].push_back(id);
+    std::size_t n = 0;
+    for (auto& [t, ids] : mine) {
+      loop_queue_->hand_back(t, cfg_.node, ids, cfg_.queue.lease);
+      n += ids.size();
+    }
+    if (n) log::warn("daemon.previous_entries_handed_back", {{"entries", n}});
+  }
+  loop_queue_->command({"DEL", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
   log::info("daemon.started", {{"node", cfg_.node}, {"workers", cfg_.workers}, {"redis", cfg_.redis.url},
-                               {"state_dir", cfg_.state_dir.string()}, {"partition", cfg_.redis.partition}});
+                               {"state_dir", cfg_.state_dir.string()}, {"partition", cfg_.redis.partition},
+                               {"lease_ms", cfg_.queue.lease.count()}, {"max_deliveries", cfg_.queue.max_deliveries}});
 
-  boost::asio::signal_set signals(ioc_, SIGTERM, SIGINT);
-  signals.async_wait([this](const boost::system::error_code& ec, int sig) {
+  if (cfg_.metrics.port > 0) {
+    http_ = std::make_unique<HttpServer>(ioc_, cfg_.metrics.address, cfg_.metrics.port,
+                                         [this](const std::string& t) { return http(t); });
+    log::info("metrics.listening", {{"address", cfg_.metrics.address}, {"port", http_->port()}});
+  }
+
+  boost::asio::signal_set signals(ioc_, SIGTERM, SIGINT, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
-    log::info("daemon.stopping", {{"signal", sig}});
-    request_stop();
-    heartbeat_timer_.cancel();
-  });
+    if (sig == SIGHUP) {
+      reload();
+    } else {
+      log::info("daemon.stopping", {{"signal", sig}});
+      begin_drain("signal " + std::to_string(sig));
+    }
+    if (!loop_done_) signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
+
   heartbeat();
+  lease_timer_.expires_after(cfg_.queue.lease / 3);
+  lease_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) renew_leases(); });
+  cancel_timer_.expires_after(cfg_.queue.cancel_poll);
+  cancel_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) poll_cancels(); });
+  if (sd_watchdog_enabled(0, &watchdog_usec_) > 0 && watchdog_usec_ > 0) watchdog();
+
+  fetch_tick_ms_ = steady_ms();
   fetcher_ = std::thread([this] { fetch_loop(); });
-  ioc_.run();  // returns once the signal handler ran and the timer is cancelled
+  notify("READY=1\nSTATUS=fetching jobs");
+  ioc_.run();  // returns once the drain finished (every timer cancelled, the signal set too)
 
   fetcher_.join();
-  slots_.join();  // drain: jobs in hand finish and store their results
+  slots_.join();
   try {
     loop_queue_->command({"DEL", kjqueue::Keys::node(cfg_.redis.partition, cfg_.node)});
   } catch (const kjqueue::QueueError&) {
@@ -82,8 +156,11 @@ int Daemon::run() {
   return 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Event loop
+
 void Daemon::heartbeat() {
-  if (stopping_) return;
+  if (loop_done_) return;
   try {
     unsigned busy;
     {
@@ -91,96 +168,463 @@ void Daemon::heartbeat() {
       busy = busy_;
     }
     nlohmann::json info = {{"version", KJUDGE_VERSION}, {"workers", cfg_.workers}, {"busy", busy},
-                           {"jobs_done", jobs_done_.load()}, {"pid", ::getpid()}};
+                           {"jobs_done", jobs_done_.load()}, {"pid", ::getpid()}, {"draining", stopping_.load()}};
     loop_queue_->heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
+    notify("STATUS=" + std::string(stopping_ ? "draining" : "fetching") + ", busy " + std::to_string(busy) + "/" +
+           std::to_string(cfg_.workers) + ", jobs done " + std::to_string(jobs_done_.load()));
+    // `kjudge admin drain <node>` sets this key.
+    auto drain = loop_queue_->command({"EXISTS", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
+    if (!stopping_ && !drain.empty() && drain.front() == "1") begin_drain("admin drain");
   } catch (const kjqueue::QueueError& e) {
+    ++metrics_.redis_errors;
     log::warn("heartbeat.failed", {{"error", e.what()}});
-    try {
-      loop_queue_ = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
-    } catch (const kjqueue::QueueError&) {
-    }
   }
-  heartbeat_timer_.expires_after(cfg_.heartbeat_ttl / 3);
+  heartbeat_timer_.expires_after(std::min<std::chrono::milliseconds>(cfg_.heartbeat_ttl / 3, 2s));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) heartbeat();
   });
 }
 
-void Daemon::fetch_loop() {
-  std::unique_ptr<kjqueue::Queue> q;
-  unsigned next_slot = 0;
-  while (!stopping_) {
-    std::size_t free;
-    {
-      // Fetch only what we can start now: entries we hold but don't run would wait behind us
-      // while another node sits idle.
-      std::unique_lock lk(mu_);
-      slot_free_.wait(lk, [&] { return stopping_ || busy_ < cfg_.workers; });
-      if (stopping_) break;
-      free = cfg_.workers - busy_;
-    }
-    try {
-      if (!q) q = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
-      auto batch = q->fetch(cfg_.node, free, 1000ms);
-      for (auto& d : batch) {
+std::vector<Daemon::HeldPtr> Daemon::snapshot(bool running_only) {
+  std::lock_guard lk(mu_);
+  std::vector<HeldPtr> out;
+  for (auto& [k, h] : held_)
+    if (!running_only || h->running) out.push_back(h);
+  return out;
+}
+
+// The lease heartbeat: re-claim our own pending entries (XCLAIM JUSTID: idle 0, no delivery
+// counted) so no reaper takes them. Runs on the event loop, never on a busy slot thread.
+void Daemon::renew_leases() {
+  auto items = snapshot(false);
+  std::map<std::string, std::vector<HeldPtr>> by_tenant;
+  for (auto& h : items) by_tenant[h->d.tenant].push_back(h);
+  try {
+    for (auto& [t, hs] : by_tenant) {
+      std::vector<std::string> ids;
+      for (auto& h : hs) ids.push_back(h->d.entry_id);
+      auto lost = loop_queue_->renew(t, cfg_.node, ids, cfg_.queue.lease);
+      metrics_.leases_renewed += ids.size() - lost.size();
+      std::set<std::string> lost_set(lost.begin(), lost.end());
+      for (auto& h : hs) {
+        if (!lost_set.count(h->d.entry_id) || h->lost.exchange(true)) continue;
+        // Acked meanwhile (the slot just completed it) is not a loss; the slot removes it.
+        bool still_held;
         {
           std::lock_guard lk(mu_);
-          ++busy_;
-        }
-        const unsigned slot = next_slot++ % cfg_.workers;
-        boost::asio::post(slots_, [this, d = std::move(d), slot] {
-          process(d, slot);
-          {
-            std::lock_guard lk(mu_);
-            --busy_;
+          still_held = held_.count({t, h->d.entry_id}) > 0;
+          if (still_held && !h->running) {  // not started: the other owner runs it
+            held_.erase({t, h->d.entry_id});
+            std::erase(ready_, h);
           }
-          slot_free_.notify_all();
-        });
+        }
+        if (still_held) {
+          ++metrics_.leases_lost;
+          log::warn("lease.lost", {{"tenant", t}, {"entry", h->d.entry_id}, {"job_id", h->d.job_id}});
+        }
       }
+    }
+  } catch (const kjqueue::QueueError& e) {
+    ++metrics_.redis_errors;
+    log::warn("lease.renew_failed", {{"error", e.what()}});
+  }
+  if (loop_done_) return;
+  lease_timer_.expires_after(cfg_.queue.lease / 3);
+  lease_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) renew_leases(); });
+}
+
+void Daemon::poll_cancels() {
+  auto running = snapshot(true);
+  if (!running.empty()) {
+    std::vector<std::tuple<std::string, std::string, std::string>> q;
+    for (auto& h : running) q.emplace_back(h->d.tenant, h->d.job_id, h->d.batch_id);
+    try {
+      auto flags = loop_queue_->cancelled(q);
+      for (std::size_t i = 0; i < flags.size() && i < running.size(); ++i)
+        if (flags[i] && !running[i]->cancel.exchange(true))
+          log::info("job.cancel_requested", {{"job_id", running[i]->d.job_id}, {"tenant", running[i]->d.tenant}});
     } catch (const kjqueue::QueueError& e) {
-      log::error("fetch.failed", {{"error", e.what()}});
-      q.reset();
-      std::this_thread::sleep_for(1s);
+      ++metrics_.redis_errors;
+    }
+  }
+  if (loop_done_) return;
+  cancel_timer_.expires_after(cfg_.queue.cancel_poll);
+  cancel_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) poll_cancels(); });
+}
+
+// WATCHDOG=1 only while the loop runs (this timer fired) and the fetch thread is turning.
+void Daemon::watchdog() {
+  const auto fetch_age = steady_ms() - fetch_tick_ms_.load();
+  const bool healthy = stopping_ || fetch_age < 30'000;
+  if (healthy) notify("WATCHDOG=1");
+  else log::error("watchdog.unhealthy", {{"fetch_thread_silent_ms", fetch_age}});
+  if (loop_done_) return;
+  watchdog_timer_.expires_after(std::chrono::microseconds(watchdog_usec_ / 2));
+  watchdog_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) watchdog(); });
+}
+
+void Daemon::hand_back(const std::vector<HeldPtr>& items) {
+  std::map<std::string, std::vector<std::string>> by_tenant;
+  for (auto& h : items) by_tenant[h->d.tenant].push_back(h->d.entry_id);
+  for (auto& [t, ids] : by_tenant) {
+    try {
+      loop_queue_->hand_back(t, cfg_.node, ids, cfg_.queue.lease);
+      metrics_.handed_back += ids.size();
+    } catch (const kjqueue::QueueError& e) {
+      ++metrics_.redis_errors;
+      log::warn("lease.hand_back_failed", {{"tenant", t}, {"entries", ids.size()}, {"error", e.what()}});
     }
   }
 }
 
-void Daemon::process(const kjqueue::Delivery& d, unsigned slot) {
-  const std::string worker = cfg_.node + "/" + std::to_string(slot);
-  const auto t0 = std::chrono::steady_clock::now();
-  v1::Result result;
-  std::string job_id = d.job_id.empty() ? d.entry_id : d.job_id;
-  auto decoded = decode_job(d.payload, d.tenant, cfg_.limits);
-  if (auto* bad = std::get_if<InvalidJob>(&decoded)) {
-    result = invalid_job_result(job_id, d.tenant, bad->message, worker);
-  } else {
-    auto& job = std::get<v1::Job>(decoded);
-    job_id = job.job_id();
-    if (!d.job_id.empty() && d.job_id != job.job_id()) {
-      result = invalid_job_result(d.job_id, d.tenant, "queue entry id field differs from job.job_id", worker);
-      job_id = d.job_id;
-    } else if (expired(job)) {
-      result = invalid_job_result(job.job_id(), d.tenant, "deadline passed before the job started", worker);
-      result.set_status(v1::EXPIRED);
-      result.clear_reward();
-    } else {
-      log::info("job.started", {{"job_id", job_id}, {"tenant", d.tenant}, {"worker", worker}});
-      result = judge(job, JudgeContext{cfg_, worker});
+// Drain: stop fetching; entries taken but not started go back at once (another node's reaper
+// claims them at its next pass); running jobs finish up to queue.drain_timeout, after which
+// their leases go back too and the process exits.
+void Daemon::begin_drain(const std::string& why) {
+  if (stopping_.exchange(true)) return;
+  notify("STOPPING=1\nSTATUS=draining");
+  slot_free_.notify_all();
+  log::info("daemon.draining", {{"why", why}, {"timeout_s", cfg_.queue.drain_timeout.count()}});
+  drain_deadline_ = Clock::now() + cfg_.queue.drain_timeout;
+  drain_tick();
+}
+
+void Daemon::drain_tick() {
+  // The fetch thread may still add a few entries it was reading when the drain began.
+  std::vector<HeldPtr> unstarted;
+  unsigned busy;
+  {
+    std::lock_guard lk(mu_);
+    for (auto& h : ready_) {
+      held_.erase({h->d.tenant, h->d.entry_id});
+      unstarted.push_back(h);
+    }
+    ready_.clear();
+    busy = busy_;
+  }
+  if (!unstarted.empty()) {
+    hand_back(unstarted);
+    log::info("daemon.handed_back", {{"entries", unstarted.size()}});
+  }
+  if (busy == 0 || Clock::now() >= *drain_deadline_) {
+    if (busy > 0) {
+      auto running = snapshot(true);
+      hand_back(running);
+      log::warn("daemon.drain_timeout", {{"running", running.size()}});
+      log::info("daemon.stopped", {{"jobs_done", jobs_done_.load()}, {"drain_timeout", true}});
+      std::fflush(nullptr);
+      ::_exit(0);  // running pipeline steps cannot be interrupted; their leases are back
+    }
+    loop_done_ = true;
+    heartbeat_timer_.cancel();
+    lease_timer_.cancel();
+    cancel_timer_.cancel();
+    watchdog_timer_.cancel();
+    if (http_) http_->close();
+    ioc_.stop();
+    return;
+  }
+  drain_timer_.expires_after(50ms);
+  drain_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) drain_tick(); });
+}
+
+void Daemon::reload() {
+  if (!reload_fn_) {
+    log::info("daemon.reload_skipped", {{"why", "no config file"}});
+    return;
+  }
+  try {
+    Config fresh = reload_fn_();
+    log::init(fresh.log_level);
+    {
+      std::lock_guard lk(mu_);
+      cfg_.log_level = fresh.log_level;
+      cfg_.queue.tenants = fresh.queue.tenants;
+    }
+    cfg_.queue.max_deliveries = fresh.queue.max_deliveries;
+    log::info("daemon.reloaded", {{"log_level", fresh.log_level}, {"tenants", fresh.queue.tenants.size()}});
+  } catch (const std::exception& e) {
+    log::error("daemon.reload_failed", {{"error", e.what()}});
+  }
+}
+
+HttpReply Daemon::http(const std::string& target) {
+  const bool fetch_alive = steady_ms() - fetch_tick_ms_.load() < 30'000;
+  if (target == "/livez") return fetch_alive || stopping_ ? HttpReply{200, "ok\n"} : HttpReply{503, "fetch thread stuck\n"};
+  if (target == "/readyz") {
+    if (stopping_) return {503, "draining\n"};
+    if (!fetch_ok_) return {503, "redis not reachable\n"};
+    return {200, "ready\n"};
+  }
+  if (target == "/metrics") {
+    std::map<std::string, Metrics::TenantGauge> tenants;
+    try {
+      for (const auto& t : loop_queue_->status().tenants) tenants[t.tenant] = {t.lag, t.pending, t.queued};
+    } catch (const kjqueue::QueueError& e) {
+      ++metrics_.redis_errors;
+    }
+    {
+      std::lock_guard lk(mu_);
+      metrics_.busy = busy_;
+    }
+    return {200, metrics_.render(tenants, !stopping_ && fetch_ok_)};
+  }
+  return {404, "not found: /metrics, /livez, /readyz\n"};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetch thread
+
+bool Daemon::capped(const std::string& t) const {
+  const unsigned cap = cap_of(cfg_.queue, t);
+  if (cap == 0) return false;
+  unsigned n = 0;
+  if (auto it = running_.find(t); it != running_.end()) n = it->second;
+  for (auto& h : ready_)
+    if (h->d.tenant == t) ++n;
+  return n >= cap;
+}
+
+void Daemon::take(std::vector<kjqueue::Delivery> got, bool front) {
+  std::lock_guard lk(mu_);
+  for (auto& d : got) {
+    auto h = std::make_shared<Held>();
+    h->d = std::move(d);
+    auto key = std::make_pair(h->d.tenant, h->d.entry_id);
+    if (held_.count(key)) continue;  // reclaimed what we already hold (our own lease expired)
+    held_[key] = h;
+    if (front) ready_.push_front(h);
+    else ready_.push_back(h);
+    ++metrics_.deliveries;
+  }
+}
+
+// Starts ready entries while slots are free, skipping tenants at their cap (mu_ held by caller? no: takes it).
+void Daemon::dispatch_ready() {
+  std::lock_guard lk(mu_);
+  for (auto it = ready_.begin(); it != ready_.end() && busy_ < cfg_.workers;) {
+    HeldPtr h = *it;
+    const unsigned cap = cap_of(cfg_.queue, h->d.tenant);
+    if (cap > 0 && running_[h->d.tenant] >= cap) {
+      ++it;
+      continue;
+    }
+    it = ready_.erase(it);
+    h->running = true;
+    ++busy_;
+    ++running_[h->d.tenant];
+    static std::atomic<unsigned> next_slot{0};
+    const unsigned slot = next_slot++ % cfg_.workers;
+    boost::asio::post(slots_, [this, h, slot] {
+      process(h, slot);
+      finish(h);
+    });
+  }
+}
+
+void Daemon::finish(const HeldPtr& h) {
+  {
+    std::lock_guard lk(mu_);
+    held_.erase({h->d.tenant, h->d.entry_id});
+    --busy_;
+    if (--running_[h->d.tenant] == 0) running_.erase(h->d.tenant);
+  }
+  slot_free_.notify_all();
+}
+
+void Daemon::fetch_loop() {
+  std::unique_ptr<kjqueue::Queue> q;
+  auto next_reap = Clock::now(), next_promote = Clock::now(), next_trim = Clock::now() + cfg_.queue.trim_interval;
+  while (!stopping_) {
+    fetch_tick_ms_ = steady_ms();
+    try {
+      if (!q) q = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
+      const auto now = Clock::now();
+      std::size_t free;
+      {
+        std::lock_guard lk(mu_);
+        free = cfg_.workers > busy_ + ready_.size() ? cfg_.workers - busy_ - ready_.size() : 0;
+      }
+      if (now >= next_reap) {
+        // The reaper: entries idle past the lease (their owner died or hung) come here, ahead
+        // of new work. Only as many as we can start.
+        if (free > 0) {
+          auto got = q->reclaim(cfg_.node, cfg_.queue.lease, free);
+          if (!got.empty()) {
+            metrics_.redeliveries += got.size();
+            log::info("reaper.claimed", {{"entries", got.size()}});
+            take(std::move(got), /*front=*/true);
+          }
+        }
+        next_reap = now + cfg_.queue.reap_interval;
+      }
+      if (now >= next_promote) {
+        q->promote_due();
+        next_promote = now + 250ms;
+      }
+      if (now >= next_trim) {
+        metrics_.trimmed += q->trim();
+        next_trim = now + cfg_.queue.trim_interval;
+      }
+      fetch_ok_ = true;
+      dispatch_ready();
+
+      std::map<std::string, unsigned> weights;  // candidates: tenants with room under their caps
+      {
+        std::unique_lock lk(mu_);
+        free = cfg_.workers > busy_ ? cfg_.workers - busy_ : 0;
+        if (free == 0) {
+          slot_free_.wait_for(lk, 200ms, [&] { return stopping_ || busy_ < cfg_.workers; });
+          continue;
+        }
+        // every remaining ready entry is capped: fetch for the others
+        for (const auto& t : q->tenants())
+          if (!capped(t)) weights[t] = weight_of(cfg_.queue, t);
+      }
+      // Fair read: one pick per free slot by weighted round-robin, COUNT 1 per pick (pipelined).
+      std::size_t got_total = 0;
+      while (free > 0 && !weights.empty()) {
+        std::map<std::string, std::size_t> want;
+        {
+          std::lock_guard lk(mu_);
+          for (std::size_t i = 0; i < free; ++i) ++want[fair_.pick(weights)];
+        }
+        auto got = q->read_new(cfg_.node, {want.begin(), want.end()});
+        std::map<std::string, std::size_t> n;
+        for (auto& d : got) ++n[d.tenant];
+        for (auto& [t, k] : want) {
+          if (n[t] < k) {  // nothing (more) queued there: out of this round
+            std::lock_guard lk(mu_);
+            fair_.refund(t, weights);
+            weights.erase(t);
+          }
+        }
+        got_total += got.size();
+        free -= std::min(free, got.size());
+        take(std::move(got), false);
+        dispatch_ready();
+      }
+      if (got_total == 0) {
+        bool ready_empty;
+        std::vector<std::string> all;
+        {
+          std::lock_guard lk(mu_);
+          ready_empty = ready_.empty();
+          for (const auto& t : q->tenants())
+            if (!capped(t)) all.push_back(t);
+        }
+        const auto block = ready_empty ? std::min<std::chrono::milliseconds>(cfg_.queue.reap_interval, 1000ms) : 100ms;
+        auto got = q->read_blocking(cfg_.node, all, block);
+        take(std::move(got), false);
+      }
+    } catch (const kjqueue::QueueError& e) {
+      ++metrics_.redis_errors;
+      fetch_ok_ = false;
+      log::error("fetch.failed", {{"error", e.what()}});
+      q.reset();
+      for (int i = 0; i < 10 && !stopping_; ++i) std::this_thread::sleep_for(100ms);
     }
   }
-  const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slots
+
+void Daemon::process(const HeldPtr& h, unsigned slot) {
+  const kjqueue::Delivery& d = h->d;
+  const std::string worker = cfg_.node + "/" + std::to_string(slot);
+  const auto t0 = Clock::now();
+  const unsigned deliveries = d.attempt + d.deliveries;  // across retries
+  v1::Result result;
+  std::string job_id = d.job_id.empty() ? d.entry_id : d.job_id;
+  kjqueue::CompleteOptions opts;
+  bool retry = false;
+
+  bool cancelled = false;
+  try {
+    auto c = slot_queue(cfg_).cancelled({{d.tenant, d.job_id, d.batch_id}});
+    cancelled = !c.empty() && c.front();
+  } catch (const kjqueue::QueueError& e) {
+    ++metrics_.redis_errors;  // unknown: run it; a cancel seen later still turns it into CANCELLED
+  }
+
+  if (deliveries > cfg_.queue.max_deliveries) {
+    // Delivered too often without a result (nodes died under it, or it keeps failing): stop,
+    // and tell the client it was our fault.
+    result = status_result(job_id, d.tenant, v1::INFRA_ERROR,
+                           "gave up after " + std::to_string(deliveries - 1) + " deliveries without a result", worker);
+    opts.dead_reason = "max deliveries (" + std::to_string(cfg_.queue.max_deliveries) + ") exceeded";
+  } else if (cancelled) {
+    result = status_result(job_id, d.tenant, v1::CANCELLED, "cancelled before it started", worker);
+  } else {
+    auto decoded = decode_for_judge(d.payload, d.tenant, cfg_.limits);
+    if (auto* bad = std::get_if<InvalidJob>(&decoded)) {
+      result = invalid_job_result(job_id, d.tenant, bad->message, worker);
+    } else {
+      auto& job = std::get<v1::Job>(decoded);
+      job_id = job.job_id();
+      if (!d.job_id.empty() && d.job_id != job.job_id()) {
+        result = invalid_job_result(d.job_id, d.tenant, "queue entry id field differs from job.job_id", worker);
+        job_id = d.job_id;
+      } else if (expired(job)) {
+        result = status_result(job.job_id(), d.tenant, v1::EXPIRED, "deadline passed before the job started", worker);
+      } else {
+        if (job.has_submitted_at() && job.submitted_at().seconds() > 0) {
+          using google::protobuf::util::TimeUtil;
+          const auto wait = TimeUtil::DurationToNanoseconds(kj::now_timestamp() - job.submitted_at());
+          metrics_.queue_wait.observe(std::max<double>(0, static_cast<double>(wait) / 1e9));
+        }
+        log::debug("job.started", {{"job_id", job_id}, {"tenant", d.tenant}, {"worker", worker}, {"deliveries", deliveries}});
+        const auto j0 = Clock::now();
+        result = judge(job, JudgeContext{cfg_, worker, [h] { return h->cancel.load(); }});
+        metrics_.judge_seconds.observe(std::chrono::duration<double>(Clock::now() - j0).count());
+        if (h->cancel) {
+          // The pipeline cannot be interrupted mid-step yet: the run finished, its result is discarded.
+          result = status_result(job_id, d.tenant, v1::CANCELLED, "cancelled while running", worker);
+          ++metrics_.cancelled_running;
+        } else if (result.status() == v1::INFRA_ERROR) {
+          if (deliveries < cfg_.queue.max_deliveries) retry = true;
+          else opts.dead_reason = "INFRA_ERROR on delivery " + std::to_string(deliveries) + ": " + result.message();
+        }
+      }
+    }
+  }
+  result.set_attempt(deliveries);
+  if (!d.batch_id.empty() && result.batch_id().empty()) result.set_batch_id(d.batch_id);
+  const auto secs = std::chrono::duration<double>(Clock::now() - t0).count();
   const std::string verdict = v1::Verdict_Name(result.status());
-  for (int attempt = 0; attempt < 3; ++attempt) {
+
+  // Store it. Redis may be down for a while (restart, failover): keep trying while the lease
+  // timer keeps the entry ours; give up only on shutdown or after a minute, leaving the entry
+  // pending for a reaper.
+  const auto give_up = Clock::now() + 60s;
+  for (unsigned attempt = 0;; ++attempt) {
     try {
-      const bool stored = slot_queue(cfg_).complete(d, job_id, result.SerializeAsString(), verdict, cfg_.result_ttl);
+      const auto c0 = Clock::now();
+      if (retry) {
+        const auto delay = backoff(cfg_.queue, deliveries);
+        slot_queue(cfg_).retry_later(d, job_id, deliveries, std::chrono::system_clock::now() + delay);
+        ++metrics_.retries;
+        log::warn("job.retry", {{"job_id", job_id}, {"tenant", d.tenant}, {"deliveries", deliveries},
+                                {"delay_ms", delay.count()}, {"message", result.message()}});
+        return;
+      }
+      const bool stored = slot_queue(cfg_).complete(d, job_id, result.SerializeAsString(), verdict, cfg_.result_ttl, opts);
+      metrics_.complete_seconds.observe(std::chrono::duration<double>(Clock::now() - c0).count());
+      if (stored) metrics_.count_verdict(d.tenant, verdict);
+      if (stored && !opts.dead_reason.empty()) {
+        ++metrics_.dead_letters;
+        log::error("job.dead_letter", {{"job_id", job_id}, {"tenant", d.tenant}, {"reason", opts.dead_reason}});
+      }
       log::info("job.done", {{"job_id", job_id}, {"tenant", d.tenant}, {"verdict", verdict},
                              {"seconds", secs}, {"stored", stored}, {"message", result.message()}});
       ++jobs_done_;
       return;
     } catch (const kjqueue::QueueError& e) {
-      // The entry stays pending; the reaper (reliability issue) hands it to another node.
+      ++metrics_.redis_errors;
       log::error("job.complete_failed", {{"job_id", job_id}, {"error", e.what()}, {"attempt", attempt}});
-      std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
+      if (Clock::now() > give_up) return;  // the entry stays pending: a reaper hands it on
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100u << std::min(attempt, 4u), 1000u)));
     }
   }
 }

@@ -1,5 +1,7 @@
-// kjudged: the event loop (signals, heartbeat) on Boost.Asio, a fetch thread that blocks on
-// Redis with its own connection, and a pool of job slots that run the pipeline.
+// kjudged: the event loop (signals, heartbeat, lease renewal, cancel polling, watchdog, /metrics)
+// on Boost.Asio; a fetch thread that owns its own Redis connection (fair fetch across tenants,
+// the reaper, retry promotion, stream trimming); a pool of job slots that run the pipeline and
+// store results.
 #pragma once
 
 #include <atomic>
@@ -7,39 +9,86 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/config.h"
+#include "daemon/fair.h"
+#include "daemon/http_server.h"
+#include "daemon/metrics.h"
 #include "kjqueue/queue.h"
 
 namespace kj {
 
 class Daemon {
  public:
-  explicit Daemon(Config cfg);
+  // `reload` re-reads the configuration for SIGHUP (empty: SIGHUP only logs).
+  explicit Daemon(Config cfg, std::function<Config()> reload = {});
   ~Daemon();
-  // Runs until SIGTERM/SIGINT, then stops fetching, finishes the jobs in hand and returns 0.
+  // Runs until SIGTERM/SIGINT (or an admin drain), then stops fetching, hands back what it has
+  // not started, lets running jobs finish (up to queue.drain_timeout) and returns 0.
   int run();
 
  private:
+  // An entry pending on this node's consumer.
+  struct Held {
+    kjqueue::Delivery d;
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> lost{false};
+    bool running = false;
+    std::chrono::steady_clock::time_point taken = std::chrono::steady_clock::now();
+  };
+  using HeldPtr = std::shared_ptr<Held>;
+
+  // fetch thread
   void fetch_loop();
-  void process(const kjqueue::Delivery& d, unsigned slot);
+  void take(std::vector<kjqueue::Delivery> got, bool front);
+  void dispatch_ready();
+  bool capped(const std::string& tenant) const;  // mu_ held
+  // slots
+  void process(const HeldPtr& h, unsigned slot);
+  void finish(const HeldPtr& h);
+  // event loop
   void heartbeat();
-  void request_stop();
+  void renew_leases();
+  void poll_cancels();
+  void watchdog();
+  void begin_drain(const std::string& why);
+  void drain_tick();
+  void reload();
+  HttpReply http(const std::string& target);
+  std::vector<HeldPtr> snapshot(bool running_only);
+  void hand_back(const std::vector<HeldPtr>& items);
 
   Config cfg_;
+  std::function<Config()> reload_fn_;
   boost::asio::io_context ioc_;
-  boost::asio::steady_timer heartbeat_timer_{ioc_};
+  boost::asio::steady_timer heartbeat_timer_{ioc_}, lease_timer_{ioc_}, cancel_timer_{ioc_}, watchdog_timer_{ioc_},
+      drain_timer_{ioc_};
   std::unique_ptr<kjqueue::Queue> loop_queue_;  // used only from the event loop thread
+  std::unique_ptr<HttpServer> http_;
   boost::asio::thread_pool slots_;
-  std::atomic<bool> stopping_{false};
-  std::mutex mu_;
+  std::atomic<bool> stopping_{false};  // no more fetching
+  std::atomic<bool> loop_done_{false};
+  std::optional<std::chrono::steady_clock::time_point> drain_deadline_;
+  std::mutex mu_;  // guards held_, ready_, busy_, running_, fair_
   std::condition_variable slot_free_;
+  std::map<std::pair<std::string, std::string>, HeldPtr> held_;  // (tenant, entry id)
+  std::deque<HeldPtr> ready_;                                    // taken, not started
   unsigned busy_ = 0;
+  std::map<std::string, unsigned> running_;  // per tenant
+  FairPicker fair_;
   std::thread fetcher_;
   std::atomic<std::uint64_t> jobs_done_{0};
+  std::atomic<std::int64_t> fetch_tick_ms_{0};  // steady clock ms of the fetch loop's last turn
+  std::atomic<bool> fetch_ok_{false};           // its last Redis call succeeded
+  std::uint64_t watchdog_usec_ = 0;
+  Metrics metrics_;
 };
 
 }  // namespace kj

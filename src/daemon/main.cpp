@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 
@@ -40,7 +41,16 @@ int main(int argc, char** argv) {
       if (!config_file) cfg.state_dir = rt / "state";
     }
     if (redis_url) cfg.redis.url = *redis_url;
-    kj::Daemon daemon(std::move(cfg));
+    // SIGHUP: the same file and drop-ins again, with the command line's overrides on top.
+    std::function<kj::Config()> reload;
+    if (config_file) {
+      reload = [config_file, log_level] {
+        kj::Config c = kj::load_config(std::optional<std::filesystem::path>(*config_file));
+        if (log_level) c.log_level = *log_level;
+        return c;
+      };
+    }
+    kj::Daemon daemon(std::move(cfg), reload);
     return daemon.run();
   } catch (const std::exception& e) {
     kj::log::error("daemon.fatal", {{"error", e.what()}});

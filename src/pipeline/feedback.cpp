@@ -33,8 +33,17 @@ std::string make_feedback(const v1::Result& r, const std::string& runtime_detail
     case v1::OK: {
       const auto& p = r.performance();
       if (p.candidate().trials() == 0) return "Correct on every input set (timing skipped).";
-      return fmt::format("Correct on every input set. {:.2f}x the reference ({:.4f} ms vs {:.4f} ms median over {} trials).",
+      std::string out = fmt::format("Correct on every input set. {:.2f}x the reference ({:.4f} ms vs {:.4f} ms median over {} trials).",
                          p.speedup(), p.candidate().median_ms(), p.baseline().median_ms(), p.candidate().trials());
+      if (p.achieved_gbps() > 0 && p.peak_gbps() > 0) {
+        const double frac = p.achieved_gbps() / p.peak_gbps();
+        out += fmt::format(" Performance hint: the kernel moves its tensors at {:.0f} GB/s, {:.0f}% of the {:.0f} GB/s "
+                           "the device's memory sustained here{}",
+                           p.achieved_gbps(), 100 * frac, p.peak_gbps(),
+                           frac > 0.7 ? " — it is near the bandwidth roof; gains now come from moving fewer bytes."
+                                      : " — a memory-bound kernel has headroom (coalescing, vector loads, fewer passes).");
+      }
+      return out;
     }
     case v1::COMPILE_ERROR:
       return "Compilation failed:\n" + compile_log_excerpt(r.compile().log());
@@ -60,6 +69,13 @@ std::string make_feedback(const v1::Result& r, const std::string& runtime_detail
       if (!runtime_detail.empty()) out += "\n" + runtime_detail;
       return out;
     }
+    case v1::CHEAT: {
+      const std::string cls = kjudge::v1::CheatClass_Name(r.cheat_class());
+      return fmt::format("CHEAT ({}): {}. This scores below a compile failure; the judge checks inputs, "
+                         "re-checks timed calls and keeps its own clock.",
+                         cls.substr(cls.find('_') + 1), r.message());
+    }
+    case v1::SUSPICIOUS: return fmt::format("SUSPICIOUS timing: {}.", r.message());
     default: return r.message();
   }
 }

@@ -1,9 +1,11 @@
 #include "pipeline/inputs.h"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 
+#include <cmath>
 #include <fstream>
-#include <random>
+#include <numbers>
 #include <stdexcept>
 
 #include "pipeline/dtype.h"
@@ -11,41 +13,77 @@
 namespace kj {
 namespace v1 = kjudge::v1;
 
-namespace {
-
-std::mt19937_64 seeded_engine() {
-  std::random_device rd;  // /dev/urandom-backed on Linux
-  std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
-  return std::mt19937_64(seq);
+std::array<std::uint64_t, 4> secret_seed() {
+  std::array<std::uint64_t, 4> s{};
+  auto* p = reinterpret_cast<char*>(s.data());
+  std::size_t got = 0;
+  while (got < sizeof(s)) {
+    const ssize_t n = ::getrandom(p + got, sizeof(s) - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error("getrandom failed: no entropy for the oracle's seeds");
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  if ((s[0] | s[1] | s[2] | s[3]) == 0) s[0] = 1;  // xoshiro's one forbidden state
+  return s;
 }
 
-// One value generator per tensor, chosen by the set: declared distribution, or a variant of it.
+std::uint64_t Xoshiro256ss::next() {
+  auto rotl = [](std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
+  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double Xoshiro256ss::uniform01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+std::uint64_t Xoshiro256ss::below(std::uint64_t n) {
+  if (n == 0) return next();
+  const std::uint64_t limit = UINT64_MAX - UINT64_MAX % n;  // rejection: no modulo bias
+  for (;;)
+    if (const std::uint64_t v = next(); v < limit) return v % n;
+}
+
+namespace {
+
+// One value per element, by the set's variant of the declared distribution.
 struct Generator {
   v1::DType dtype;
   v1::Distribution dist;
   std::string set;
 
-  double operator()(std::mt19937_64& rng) const {
+  double base(Xoshiro256ss& rng) const {
     if (dist.has_constant()) return dist.constant();
     if (!dtype_is_float(dtype)) {
       std::int64_t lo = 0, hi = 100;
       if (dist.has_int_range()) lo = dist.int_range().low(), hi = dist.int_range().high();
       if (dtype == v1::BOOL) lo = 0, hi = 1;
-      return static_cast<double>(std::uniform_int_distribution<std::int64_t>(lo, hi)(rng));
+      return static_cast<double>(lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo) + 1)));
+    }
+    if (dist.has_normal()) {  // Box-Muller
+      const double u1 = 1.0 - rng.uniform01(), u2 = rng.uniform01();
+      return dist.normal().mean() +
+             dist.normal().stddev() * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
     }
     double lo = -1, hi = 1;
     if (dist.has_uniform()) lo = dist.uniform().low(), hi = dist.uniform().high();
-    if (dist.has_normal()) {
-      std::normal_distribution<double> n(dist.normal().mean(), dist.normal().stddev());
-      return scale(n(rng));
-    }
-    return scale(std::uniform_real_distribution<double>(lo, hi)(rng));
+    return lo + (hi - lo) * rng.uniform01();
   }
 
-  double scale(double v) const {
-    // "signed": same magnitude range, random sign (catches kernels that assume non-negative data)
-    if (set == "signed") return v;  // sign applied by caller
-    if (set == "large") return v * (dtype == v1::F16 ? 64.0 : 1024.0);
+  double operator()(Xoshiro256ss& rng) const {
+    double v = base(rng);
+    if (!dtype_is_float(dtype) || dist.has_constant()) return v;
+    // "signed": same magnitudes, random sign (catches kernels that assume non-negative data)
+    if (set == "signed" && (rng.next() & 1)) v = -v;
+    // "large": magnitudes scaled up (catches precision downgrades and overflow-prone formulas)
+    if (set == "large") v *= dtype == v1::F16 || dtype == v1::BF16 ? 16.0 : 1024.0;
     return v;
   }
 };
@@ -53,7 +91,7 @@ struct Generator {
 }  // namespace
 
 const std::vector<std::string>& input_set_names() {
-  static const std::vector<std::string> names = {"declared", "signed", "large"};
+  static const std::vector<std::string> names = {"declared", "signed", "large", "spike"};
   return names;
 }
 
@@ -67,21 +105,49 @@ InputSet write_input_set(const v1::NativeTask& task, unsigned index, const std::
   const auto& names = input_set_names();
   InputSet set{names[index % names.size()], dir};
   if (index >= names.size()) set.name += fmt::format("-{}", index / names.size());
+  return write_named_input_set(task, set.name, dir);
+}
+
+InputSet write_named_input_set(const v1::NativeTask& task, const std::string& name, const std::filesystem::path& dir) {
+  InputSet set{name, dir};
+  const std::string kind = name.substr(0, name.find('-'));
   std::filesystem::create_directories(dir);
-  auto rng = seeded_engine();
-  std::bernoulli_distribution coin(0.5);
+  Xoshiro256ss rng(secret_seed());  // a fresh secret seed per set: nothing repeats across sets or runs
   for (int i = 0; i < task.args_size(); ++i) {
     const auto& a = task.args(i);
     if (!a.has_tensor() || a.tensor().role() == v1::OUT) continue;
     const auto& ts = a.tensor();
     const std::uint64_t n = tensor_elements(ts);
     std::vector<std::byte> buf(n * dtype_size(ts.dtype()));
-    Generator gen{ts.dtype(), ts.distribution(), set.name.substr(0, set.name.find('-'))};
-    const bool flip = gen.set == "signed" && dtype_is_float(ts.dtype());
-    for (std::uint64_t k = 0; k < n; ++k) {
-      double v = gen(rng);
-      if (flip && coin(rng)) v = -v;
-      dtype_store(ts.dtype(), buf.data(), k, v);
+    const Generator gen{ts.dtype(), ts.distribution(), kind};
+    const auto& dist = ts.distribution();
+    if (ts.dtype() == v1::F32 && !dist.has_normal() && !dist.has_constant() && kind != "large") {
+      // fast path for the common case (uniform fp32): no per-element dispatch
+      const double lo = dist.has_uniform() ? dist.uniform().low() : -1.0;
+      const double width = (dist.has_uniform() ? dist.uniform().high() : 1.0) - lo;
+      const bool flip = kind == "signed";
+      auto* f = reinterpret_cast<float*>(buf.data());
+      for (std::uint64_t k = 0; k < n; ++k) {
+        const std::uint64_t bits = rng.next();
+        double v = lo + width * (static_cast<double>(bits >> 11) * 0x1.0p-53);
+        if (flip && (rng.next() & 1)) v = -v;
+        f[k] = static_cast<float>(v);
+      }
+    } else {
+      for (std::uint64_t k = 0; k < n; ++k) dtype_store(ts.dtype(), buf.data(), k, gen(rng));
+    }
+    // "spike": the declared distribution plus one element far outside it, at a secret position
+    // (catches subsampled reductions and kernels that skip elements).
+    if (kind == "spike" && n > 0 && !ts.distribution().has_constant()) {
+      const std::uint64_t at = rng.below(n);
+      double spike;
+      if (dtype_is_float(ts.dtype())) {
+        spike = (rng.next() & 1 ? 1 : -1) * (ts.dtype() == v1::F16 || ts.dtype() == v1::BF16 ? 64.0 : 1000.0);
+      } else {
+        std::int64_t hi = ts.distribution().has_int_range() ? ts.distribution().int_range().high() : 100;
+        spike = static_cast<double>(ts.dtype() == v1::BOOL ? 1 : hi);
+      }
+      dtype_store(ts.dtype(), buf.data(), at, spike);
     }
     const auto path = dir / fmt::format("arg{}.bin", i);
     std::ofstream out(path, std::ios::binary);

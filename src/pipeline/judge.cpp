@@ -2,7 +2,13 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include <fmt/format.h>
+
+#include <regex>
+
 #include "common/log.h"
+#include "kjsandbox/sandbox.h"
+#include "pipeline/workspace.h"
 #include "pipeline/feedback.h"
 #include "pipeline/native_pipeline.h"
 #include "pipeline/reward.h"
@@ -17,7 +23,7 @@ namespace {
 void finish(v1::Result& r, const std::string& reward_policy, const std::string& detail) {
   *r.mutable_reward() = compute_reward(r, reward_policy);
   r.set_feedback(make_feedback(r, detail));
-  *r.mutable_finished_at() = TimeUtil::GetCurrentTime();
+  *r.mutable_finished_at() = kj::now_timestamp();
 }
 
 v1::Result header(const std::string& job_id, const std::string& tenant, const std::string& worker) {
@@ -26,13 +32,86 @@ v1::Result header(const std::string& job_id, const std::string& tenant, const st
   r.set_tenant(tenant);
   r.set_worker(worker);
   r.set_attempt(1);
-  *r.mutable_started_at() = TimeUtil::GetCurrentTime();
+  *r.mutable_started_at() = kj::now_timestamp();
   r.mutable_system()->set_kjudge_version(KJUDGE_VERSION);
   r.mutable_system()->set_node(worker.substr(0, worker.find('/')));
   return r;
 }
 
+// TrivialTask: one allow-listed command in a bare sandbox (system binds, no job dir).
+std::optional<std::string> check_trivial(const v1::TrivialTask& t) {
+  if (t.argv().empty()) return std::nullopt;
+  const std::string& cmd = t.argv(0);
+  if ((cmd == "/bin/true" || cmd == "/bin/false") && t.argv_size() == 1) return std::nullopt;
+  if (cmd == "/bin/sleep" && t.argv_size() == 2) {
+    static const std::regex secs("[0-9]{1,2}(\\.[0-9]{1,3})?");
+    if (std::regex_match(t.argv(1), secs) && std::stod(t.argv(1)) <= 10.0) return std::nullopt;
+  }
+  return "trivial task argv must be [/bin/true], [/bin/false] or [/bin/sleep, <seconds up to 10>]";
+}
+
+void judge_trivial(const v1::Job& job, const JudgeContext& ctx, v1::Result& r) {
+  if (job.trivial().fail_infra()) {
+    r.set_status(v1::INFRA_ERROR);
+    r.set_message("trivial task asked for an infrastructure failure (testing)");
+    return;
+  }
+  if (job.trivial().skip_sandbox()) {  // the queue and daemon path alone (bench/throughput)
+    r.set_status(v1::OK);
+    r.set_stage_reached(v1::STAGE_DONE);
+    return;
+  }
+  kjsandbox::Policy p;
+  p.argv = job.trivial().argv().empty() ? std::vector<std::string>{"/bin/true"}
+                                        : std::vector<std::string>(job.trivial().argv().begin(), job.trivial().argv().end());
+  p.env = {{"PATH", "/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
+  p.binds = kjsandbox::default_system_binds();
+  p.host_uid = sandbox_host_uid(ctx.config.sandbox.host_uid);
+  p.host_gid = sandbox_host_gid(ctx.config.sandbox.host_gid);
+  p.wall_limit = std::chrono::milliseconds(15'000);
+  p.output_limit_bytes = 64 << 10;
+  const auto rep = kjsandbox::run(p);
+  r.set_stage_reached(v1::STAGE_CANDIDATE);
+  r.mutable_resources()->set_wall_seconds(rep.wall_seconds);
+  r.mutable_resources()->set_cpu_seconds(rep.cpu_seconds);
+  if (rep.outcome == kjsandbox::Outcome::SetupFailed) {
+    r.set_status(v1::INFRA_ERROR);
+    r.set_message("sandbox setup failed: " + rep.error);
+  } else if (rep.ok()) {
+    r.set_status(v1::OK);
+    r.set_stage_reached(v1::STAGE_DONE);
+  } else {
+    r.set_status(v1::RUNTIME_ERROR);
+    r.set_message(fmt::format("command ended with {} (exit {}, signal {})", kjsandbox::to_string(rep.outcome),
+                              rep.exit_code, rep.signal));
+  }
+}
+
 }  // namespace
+
+std::variant<v1::Job, InvalidJob> decode_for_judge(const std::optional<std::string>& payload,
+                                                   const std::string& expected_tenant, const LimitsConfig& limits) {
+  auto decoded = decode_job(payload, expected_tenant, limits);
+  if (std::holds_alternative<v1::Job>(decoded) || !payload || payload->size() > limits.max_job_bytes) return decoded;
+  // decode_job knows only the pipeline's task kinds; a TrivialTask passes the same envelope checks here.
+  v1::Job job;
+  if (payload->empty() || !job.ParseFromString(*payload) || job.task_case() != v1::Job::kTrivial) return decoded;
+  static const std::regex job_id_re("[A-Za-z0-9._:-]{1,128}"), tenant_re("[a-z0-9_-]{1,64}");
+  if (!std::regex_match(job.job_id(), job_id_re)) return InvalidJob{"job_id missing or not [A-Za-z0-9._:-]{1,128}"};
+  if (!std::regex_match(job.tenant(), tenant_re)) return InvalidJob{"tenant missing or not [a-z0-9_-]{1,64}"};
+  if (!expected_tenant.empty() && job.tenant() != expected_tenant)
+    return InvalidJob{fmt::format("job.tenant '{}' does not match the queue's tenant '{}'", job.tenant(), expected_tenant)};
+  if (auto bad = check_trivial(job.trivial())) return InvalidJob{*bad};
+  return job;
+}
+
+google::protobuf::Timestamp now_timestamp() {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  google::protobuf::Timestamp t;
+  t.set_seconds(ns / 1'000'000'000);
+  t.set_nanos(static_cast<int>(ns % 1'000'000'000));
+  return t;
+}
 
 v1::Result invalid_job_result(const std::string& job_id, const std::string& tenant, const std::string& message,
                               const std::string& worker) {
@@ -45,6 +124,21 @@ v1::Result invalid_job_result(const std::string& job_id, const std::string& tena
 }
 
 v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
+  if (job.task_case() == v1::Job::kTrivial) {
+    if (auto bad = check_trivial(job.trivial())) return invalid_job_result(job.job_id(), job.tenant(), *bad, ctx.worker);
+    v1::Result r = header(job.job_id(), job.tenant(), ctx.worker);
+    r.set_batch_id(job.batch_id());
+    *r.mutable_client_meta() = job.client_meta();
+    *r.mutable_submitted_at() = job.submitted_at();
+    try {
+      judge_trivial(job, ctx, r);
+    } catch (const std::exception& e) {
+      r.set_status(v1::INFRA_ERROR);
+      r.set_message(std::string("internal error: ") + e.what());
+    }
+    *r.mutable_finished_at() = kj::now_timestamp();
+    return r;
+  }
   if (auto bad = validate_job(job, ctx.config.limits)) return invalid_job_result(job.job_id(), job.tenant(), bad->message, ctx.worker);
   v1::Result r = header(job.job_id(), job.tenant(), ctx.worker);
   r.set_batch_id(job.batch_id());

@@ -2,18 +2,37 @@
 // `kjudge eval` (local mode) alike, so both give the same verdict for the same job.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <variant>
 
 #include "common/config.h"
 #include "kjudge/v1/job.pb.h"
 #include "kjudge/v1/result.pb.h"
+#include "pipeline/validate.h"
+
+#include <google/protobuf/timestamp.pb.h>
 
 namespace kj {
+
+// Wall-clock now with nanoseconds (protobuf 3.21's TimeUtil::GetCurrentTime() has whole seconds here).
+google::protobuf::Timestamp now_timestamp();
 
 struct JudgeContext {
   const Config& config;
   std::string worker;  // "<node>/<slot>" for the Result
+  // Cancellation hook (kjudged: the job or its batch was cancelled). Checked between steps; the
+  // native pipeline does not poll it yet, so a cancelled running job is finished and its result
+  // replaced by CANCELLED by the daemon.
+  std::function<bool()> cancelled = {};
 };
+
+// decode_job (pipeline/validate.h) plus the task kinds judged here rather than by the pipeline
+// (TrivialTask). The daemon decodes with this.
+std::variant<kjudge::v1::Job, InvalidJob> decode_for_judge(const std::optional<std::string>& payload,
+                                                                   const std::string& expected_tenant,
+                                                                   const LimitsConfig& limits);
 
 // Never throws: internal failures become INFRA_ERROR results.
 kjudge::v1::Result judge(const kjudge::v1::Job& job, const JudgeContext& ctx);

@@ -2,17 +2,24 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
+#include <set>
 
 #include "pipeline/compare.h"
 #include "pipeline/dtype.h"
+#include "pipeline/engine_checks.h"
 #include "pipeline/inputs.h"
+#include "pipeline/sha256.h"
 #include "pipeline/stats.h"
 #include "pipeline/steps.h"
 #include "pipeline/toolchain.h"
 #include "pipeline/workspace.h"
+#include "runner/engine_math.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
@@ -21,7 +28,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kLogLimit = 16 * 1024;
-constexpr unsigned kDefaultWarmup = 2, kDefaultTrials = 10;
+constexpr unsigned kDefaultWarmup = 3, kDefaultMaxTrials = 100, kDefaultMinTrials = 10, kDefaultSets = 4;
+constexpr unsigned kTimingPoolExtra = 3;  // extra declared-distribution sets the timed loop rotates through
+constexpr unsigned kAudits = 4;
+constexpr double kTargetRelCi = 0.01;
 
 class StageClock {
  public:
@@ -59,7 +69,6 @@ std::string truncate_log(const std::string& log, bool& truncated) {
 
 std::string tail(const std::string& s, std::size_t n) { return s.size() > n ? "..." + s.substr(s.size() - n) : s; }
 
-// One side (candidate or reference) of a native job.
 struct Side {
   const char* name;
   Party who;
@@ -72,15 +81,45 @@ struct Budget {
   std::uint64_t output_bytes;
 };
 
-// Build one party. Returns a decision when the build failed.
+// Content-addressed build cache: <state>/cache/build/<sha256>/<artifact>. The key covers everything
+// the compiler sees (source, argv with the job's flags and the detected arch, toolchain identity).
+std::string build_key(const v1::NativeTask& task, const Toolchain& tc, const std::string& source) {
+  Sha256 h;
+  h.field("kjudge-build-v1").field(v1::Language_Name(task.language())).field(source).field(tc.artifact_for(task));
+  for (const auto& a : tc.argv_for(task)) h.field(a);
+  if (tc.compile_argv.empty()) {  // OpenCL: the runner builds; options and device are part of the key
+    h.field("runner-build");
+    for (const auto& f : task.compile_flags()) h.field(f);
+    h.field(task.entry());
+  }
+  return h.hex();
+}
+
 std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const Toolchain& tc, const Workspace& ws,
                               const JudgeContext& ctx, const Budget& b, v1::CompileReport* report) {
   ws.write_file(p.dir / tc.source_name, p.source->text());
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string artifact = tc.artifact_for(task);
+  // OpenCL binaries depend on the device the runner picks: not cached (the build is cheap there).
+  const bool cacheable = !tc.compile_argv.empty();
+  const fs::path cache_dir = ctx.config.state_dir / "cache" / "build" / build_key(task, tc, p.source->text());
+  if (cacheable && fs::exists(cache_dir / artifact)) {
+    std::error_code ec;
+    fs::copy_file(cache_dir / artifact, p.dir / artifact, fs::copy_options::overwrite_existing, ec);
+    if (!ec) {
+      if (report) {
+        report->set_ok(true);
+        report->set_cache_hit(true);
+        report->set_log(read_file(cache_dir / "log.txt"));
+        report->set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      return std::nullopt;
+    }
+  }
   StepOutcome step;
   std::string log;
   if (!tc.compile_argv.empty()) {
-    step = run_compiler(ctx.config, p.dir, tc.build_argv(task.compile_flags()), b.compile_ms);
+    step = run_compiler(ctx.config, p.dir, tc.argv_for(task), b.compile_ms);
     log = step.sandbox.stderr_data + step.sandbox.stdout_data;
   } else {
     v1::RunnerRequest req;
@@ -88,38 +127,65 @@ std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const T
     req.set_language(task.language());
     req.set_entry(task.entry());
     req.set_source_path("/job/" + tc.source_name);
-    req.set_artifact_path("/job/" + tc.artifact_name);
+    req.set_artifact_path("/job/" + artifact);
     std::string opts;
     for (const auto& f : task.compile_flags()) opts += (opts.empty() ? "" : " ") + f;
     req.set_build_options(opts);
     step = run_runner(ctx.config, p.dir, {}, req, b.compile_ms, b.output_bytes, tc.gpu_profile);
     log = step.runner ? step.runner->build_log() : step.sandbox.stderr_data;
   }
+  bool cut = false;
+  const std::string shown = truncate_log(log, cut);
   if (report) {
-    bool cut = false;
-    report->set_log(truncate_log(log, cut));
+    report->set_log(shown);
     report->set_log_truncated(cut || step.sandbox.stderr_truncated);
     report->set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   auto d = decide_build(step, p.who);
   if (report) report->set_ok(!d.has_value());
+  if (!d && cacheable && fs::exists(p.dir / artifact)) {
+    // publish atomically: write into a private temp dir, then rename it into place (first wins)
+    std::error_code ec;
+    const fs::path tmp = cache_dir.string() + fmt::format(".tmp{}", ::getpid()) + random_suffix();
+    fs::create_directories(tmp, ec);
+    fs::copy_file(p.dir / artifact, tmp / artifact, ec);
+    if (!ec) {
+      std::ofstream(tmp / "log.txt", std::ios::binary) << shown;
+      fs::rename(tmp, cache_dir, ec);
+    }
+    fs::remove_all(tmp, ec);
+  }
   return d;
 }
 
-v1::RunnerRequest run_request(const v1::NativeTask& task, const Toolchain& tc, const std::string& out_dir,
-                              unsigned warmup, unsigned trials) {
-  v1::RunnerRequest req;
-  req.set_mode(v1::RunnerRequest::RUN);
-  req.set_language(task.language());
-  req.set_entry(task.entry());
-  *req.mutable_args() = task.args();
-  *req.mutable_launch() = task.launch();
-  req.set_artifact_path("/job/" + tc.artifact_name);
-  req.set_input_dir("/inputs");
-  req.set_output_dir(out_dir);
-  req.set_warmup(warmup);
-  req.set_trials(trials);
-  return req;
+// What the node's device looked like on the last run of each language (for the baseline cache key,
+// which must be known before the reference runs).
+struct DeviceMemo {
+  std::mutex mu;
+  std::map<int, std::string> device;
+};
+DeviceMemo& device_memo() {
+  static DeviceMemo m;
+  return m;
+}
+std::string device_identity(const v1::RunnerReport& r) {
+  return r.device_name() + "|" + r.driver_version() + "|" + r.platform_version();
+}
+
+std::string baseline_key(const v1::NativeTask& task, const Toolchain& tc, const std::string& device,
+                         const v1::RunnerRequest& req) {
+  Sha256 h;
+  h.field("kjudge-baseline-v1").field(task.reference_source().text()).field(device);
+  for (const auto& a : tc.argv_for(task)) h.field(a);
+  v1::NativeTask shape = task;  // everything but the sources: args, launch, entry, flags
+  shape.clear_candidate();
+  shape.clear_reference_source();
+  std::string bytes;
+  shape.SerializeToString(&bytes);
+  h.field(bytes);
+  h.field(fmt::format("w{} min{} max{} b{} ci{} pool{} flush{}", req.warmup(), req.min_trials(), req.trials(),
+                      req.budget_ms(), req.target_rel_ci(), req.timing_sets_size(), req.l2_flush()));
+  return h.hex();
 }
 
 }  // namespace
@@ -134,8 +200,12 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
                                                   : cfg.limits.output_bytes};
   const auto& timing = job.options().timing();
   const unsigned warmup = timing.warmup() ? timing.warmup() : kDefaultWarmup;
-  const unsigned trials = timing.skip() ? 0 : (timing.max_trials() ? timing.max_trials() : kDefaultTrials);
-  const unsigned sets = std::max(1u, job.options().correctness_sets());
+  const unsigned max_trials = timing.skip() ? 0 : (timing.max_trials() ? timing.max_trials() : kDefaultMaxTrials);
+  const unsigned min_trials = std::min(max_trials, timing.min_trials() ? timing.min_trials() : kDefaultMinTrials);
+  const unsigned budget_ms = timing.budget_ms() ? timing.budget_ms() : std::min(budget.run_ms / 4, 3000u);
+  const unsigned nsets = job.options().correctness_sets() ? job.options().correctness_sets() : kDefaultSets;
+  const unsigned pool_extra = max_trials ? kTimingPoolExtra : 0;
+  const unsigned total_sets = nsets + pool_extra;
 
   Workspace ws(cfg.state_dir, job.job_id(), sandbox_host_uid(cfg.sandbox.host_uid),
                sandbox_host_gid(cfg.sandbox.host_gid), cfg.keep_job_dirs);
@@ -151,77 +221,174 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
   if (auto d = build(cand, task, tc, ws, ctx, budget, r.mutable_compile())) return fail(*d);
   if (auto d = build(ref, task, tc, ws, ctx, budget, nullptr)) return fail(*d);
 
-  std::vector<double> cand_trials, ref_trials;
-  std::string cand_method, ref_method;
-  double cpu = 0, wall = 0;
-  std::uint64_t peak = 0;
-  for (unsigned k = 0; k < sets; ++k) {
-    const unsigned t = k == 0 ? trials : 0;  // time on the declared set only
-    clock.start(v1::STAGE_ORACLE);
-    const auto set = write_input_set(task, k, ws.inputs(k));
-    const std::string out = fmt::format("/job/out{}", k);
-    ws.make_owned_dir(ref.dir / fs::path(out).filename());
-    auto ref_step = run_runner(cfg, ref.dir, set.dir, run_request(task, tc, out, warmup, t), budget.run_ms,
-                               budget.output_bytes, tc.gpu_profile);
-    if (auto d = decide_run(ref_step, Party::Reference, budget.run_ms)) {
-      detail = tail(ref_step.sandbox.stderr_data, 2000);
-      return fail(*d);
-    }
-    clock.start(v1::STAGE_CANDIDATE);
-    ws.make_owned_dir(cand.dir / fs::path(out).filename());
-    auto cand_step = run_runner(cfg, cand.dir, set.dir, run_request(task, tc, out, warmup, t), budget.run_ms,
-                                budget.output_bytes, tc.gpu_profile);
-    cpu += cand_step.sandbox.cpu_seconds;
-    wall += cand_step.sandbox.wall_seconds;
-    peak = std::max(peak, cand_step.sandbox.peak_rss_bytes);
-    if (cand_step.runner) {
-      r.mutable_system()->set_device_name(cand_step.runner->device_name());
-      r.mutable_system()->set_runtime_version(cand_step.runner->platform_version());
-      r.mutable_system()->set_driver_version(cand_step.runner->driver_version());
-    }
-    if (auto d = decide_run(cand_step, Party::Candidate, budget.run_ms)) {
-      detail = tail(cand_step.sandbox.stderr_data, 2000);
-      fail(*d);
-      break;
-    }
-    if (k == 0) {
-      cand_trials.assign(cand_step.runner->trial_ms().begin(), cand_step.runner->trial_ms().end());
-      ref_trials.assign(ref_step.runner->trial_ms().begin(), ref_step.runner->trial_ms().end());
-      cand_method = cand_step.runner->timing_method();
-      ref_method = ref_step.runner->timing_method();
-    }
-
-    clock.start(v1::STAGE_COMPARE);
-    auto* cs = r.add_correctness();
-    cs->set_name(set.name);
-    bool set_ok = true;
-    for (int i = 0; i < task.args_size(); ++i) {
-      const auto& a = task.args(i);
-      if (!a.has_tensor() || a.tensor().role() == v1::IN) continue;
-      const auto file = fmt::format("out{}/arg{}.bin", k, i);
-      const std::string expected = read_file(ref.dir / file), actual = read_file(cand.dir / file);
-      Tolerance tol = default_tolerance(a.tensor().dtype());
-      if (job.options().has_tolerance()) tol = {job.options().tolerance().atol(), job.options().tolerance().rtol()};
-      auto cmp = compare_tensor(a.tensor().dtype(), std::as_bytes(std::span(expected)), std::as_bytes(std::span(actual)), tol);
-      cmp.set_arg(a.name());
-      set_ok = set_ok && cmp.passed();
-      *cs->add_outputs() = std::move(cmp);
-    }
-    cs->set_passed(set_ok);
+  // Oracle: every set from its own secret seed; the daemon keeps the digests of what it wrote.
+  clock.start(v1::STAGE_ORACLE);
+  std::vector<InputSet> sets;
+  for (unsigned k = 0; k < nsets; ++k) sets.push_back(write_input_set(task, k, ws.inputs(k)));
+  for (unsigned p = 0; p < pool_extra; ++p)
+    sets.push_back(write_named_input_set(task, fmt::format("timing-{}", p + 1), ws.inputs(nsets + p)));
+  const auto expected_inputs = digest_input_sets(task, sets);
+  v1::RunnerRequest base;
+  base.set_mode(v1::RunnerRequest::RUN);
+  base.set_language(task.language());
+  base.set_entry(task.entry());
+  *base.mutable_args() = task.args();
+  *base.mutable_launch() = task.launch();
+  base.set_artifact_path("/job/" + tc.artifact_for(task));
+  for (unsigned k = 0; k < total_sets; ++k) {
+    auto* s = base.add_sets();
+    s->set_input_dir(fmt::format("/inputs/set{}", k));
+    s->set_output_dir(fmt::format("/job/out{}", k));
+    ws.make_owned_dir(ref.dir / fmt::format("out{}", k));
+    ws.make_owned_dir(cand.dir / fmt::format("out{}", k));
   }
-  r.mutable_resources()->set_cpu_seconds(cpu);
-  r.mutable_resources()->set_wall_seconds(wall);
-  r.mutable_resources()->set_peak_host_memory_bytes(peak);
-  if (r.status() != v1::VERDICT_UNSPECIFIED) return;
+  base.add_timing_sets(0);
+  for (unsigned p = 0; p < pool_extra; ++p) base.add_timing_sets(nsets + p);
+  base.set_warmup(warmup);
+  base.set_trials(max_trials);
+  base.set_min_trials(min_trials);
+  base.set_budget_ms(budget_ms);
+  base.set_target_rel_ci(kTargetRelCi);
+  base.set_l2_flush(task.language() == v1::CUDA);
+  base.set_clock_path("/job/clock");
+  // Audited timed calls, chosen here and given to both parties (the reference's outputs for them are
+  // the expected ones); at least one after the first pass through the pool, where memoizing would pay.
+  if (max_trials) {
+    auto audit = pick_audit_calls(min_trials, kAudits);
+    const unsigned pool_size = 1 + pool_extra;
+    if (min_trials > pool_size && std::all_of(audit.begin(), audit.end(), [&](unsigned a) { return a < pool_size; }))
+      audit.back() = pool_size + pick_audit_calls(min_trials - pool_size, 1).front();
+    std::sort(audit.begin(), audit.end());
+    audit.erase(std::unique(audit.begin(), audit.end()), audit.end());
+    for (unsigned a : audit) base.add_audit_calls(a);
+    base.set_audit_dir("/job/audit");
+    std::uint64_t seed = 0;
+    while (seed == 0) seed = std::stoull(random_suffix().substr(1), nullptr, 16);
+    base.set_perturb_seed(seed);
+  }
+  const fs::path inputs_root = ws.inputs(0).parent_path();
 
+  // Reference: expected outputs always; its timing from the cache when this node has it.
+  std::string memo_device;
+  {
+    std::lock_guard lock(device_memo().mu);
+    memo_device = device_memo().device[task.language()];
+  }
+  const std::string key = max_trials && !memo_device.empty() ? baseline_key(task, tc, memo_device, base) : "";
+  const fs::path cache_file = key.empty() ? fs::path() : cfg.state_dir / "cache" / "baseline" / (key + ".pb");
+  std::optional<v1::Performance> cached;
+  if (!key.empty() && fs::exists(cache_file)) {
+    v1::Performance p;
+    if (p.ParseFromString(read_file(cache_file))) cached = p;
+  }
+  v1::RunnerRequest ref_req = base;
+  const unsigned audit_span = base.audit_calls().empty() ? 0 : base.audit_calls(base.audit_calls_size() - 1) + 1;
+  if (cached) {  // only as many calls as the audits need
+    ref_req.set_trials(audit_span);
+    ref_req.set_min_trials(audit_span);
+  }
+  std::vector<ClockMark> ref_marks, cand_marks;
+  auto ref_step = run_runner_clocked(cfg, ref.dir, inputs_root, ref_req, budget.run_ms, budget.output_bytes,
+                                     tc.gpu_profile, "clock", ref_marks);
+  if (auto d = decide_run(ref_step, Party::Reference, budget.run_ms)) {
+    detail = tail(ref_step.sandbox.stderr_data, 2000);
+    return fail(*d);
+  }
+  const std::string ref_device = device_identity(*ref_step.runner);
+  v1::Performance baseline;  // baseline stats, outside_wall_ms = harness overhead per call, peak_gbps
+  if (cached && ref_device == memo_device) {
+    baseline = *cached;
+    r.mutable_performance()->set_baseline_cached(true);
+  } else if (max_trials) {
+    if (cached) {  // the device changed under the memo: time the reference now after all
+      ref_req = base;
+      ref_step = run_runner_clocked(cfg, ref.dir, inputs_root, ref_req, budget.run_ms, budget.output_bytes,
+                                    tc.gpu_profile, "clock", ref_marks);
+      if (auto d = decide_run(ref_step, Party::Reference, budget.run_ms)) return fail(*d);
+    }
+    const auto& rr = *ref_step.runner;
+    *baseline.mutable_baseline() =
+        timing_stats(std::vector<double>(rr.trial_ms().begin(), rr.trial_ms().end()), rr.timing_method());
+    baseline.set_outside_wall_ms(harness_overhead_per_call(rr, ref_marks));
+    baseline.set_peak_gbps(rr.flush_bandwidth_gbps());
+    {
+      std::lock_guard lock(device_memo().mu);
+      device_memo().device[task.language()] = ref_device;
+    }
+    const std::string store_key = baseline_key(task, tc, ref_device, base);
+    const fs::path store = cfg.state_dir / "cache" / "baseline" / (store_key + ".pb");
+    std::error_code ec;
+    fs::create_directories(store.parent_path(), ec);
+    const fs::path tmp = store.string() + random_suffix();
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      baseline.SerializeToOstream(&out);
+    }
+    fs::rename(tmp, store, ec);
+    if (ec) fs::remove(tmp, ec);
+  }
+
+  // Candidate: secret audit positions, the daemon's clock on its timed loop.
+  clock.start(v1::STAGE_CANDIDATE);
+  const v1::RunnerRequest& cand_req = base;
+  auto cand_step = run_runner_clocked(cfg, cand.dir, inputs_root, cand_req, budget.run_ms, budget.output_bytes,
+                                      tc.gpu_profile, "clock", cand_marks);
+  r.mutable_resources()->set_cpu_seconds(cand_step.sandbox.cpu_seconds);
+  r.mutable_resources()->set_wall_seconds(cand_step.sandbox.wall_seconds);
+  r.mutable_resources()->set_peak_host_memory_bytes(cand_step.sandbox.peak_rss_bytes);
+  if (cand_step.runner) {
+    r.mutable_system()->set_device_name(cand_step.runner->device_name());
+    r.mutable_system()->set_runtime_version(cand_step.runner->platform_version());
+    r.mutable_system()->set_driver_version(cand_step.runner->driver_version());
+  }
+  if (auto d = decide_run(cand_step, Party::Candidate, budget.run_ms)) {
+    detail = tail(cand_step.sandbox.stderr_data, 2000);
+    return fail(*d);
+  }
+
+  clock.start(v1::STAGE_COMPARE);
+  const Tolerance* override_tol = nullptr;
+  Tolerance job_tol{};
+  if (job.options().has_tolerance()) {
+    job_tol = {job.options().tolerance().atol(), job.options().tolerance().rtol()};
+    override_tol = &job_tol;
+  }
+  for (unsigned k = 0; k < total_sets; ++k) {
+    v1::CorrectnessSet cs = compare_set(task, sets[k].name, ref.dir / fmt::format("out{}", k),
+                                        cand.dir / fmt::format("out{}", k), override_tol);
+    // the timing pool's sets are listed only when they fail: the declared sets are the contract
+    if (k < nsets || !cs.passed()) *r.add_correctness() = std::move(cs);
+  }
   const Decision d = decide_correctness(r.correctness());
   fail(d);
   if (d.verdict != v1::OK) return;
+
+  // Integrity: everything decided from facts outside the candidate's reach or cross-checked.
   clock.start(v1::STAGE_TIMING);
+  EngineFacts facts;
+  facts.task = &task;
+  facts.sets = &sets;
+  facts.expected_inputs = &expected_inputs;
+  facts.ref_dir = ref.dir;
+  facts.cand_dir = cand.dir;
+  facts.report = &*cand_step.runner;
+  facts.marks = &cand_marks;
+  facts.baseline = &baseline;
+  facts.audit_calls.assign(cand_req.audit_calls().begin(), cand_req.audit_calls().end());
+  facts.override_tol = override_tol;
+  facts.timed = max_trials > 0;
   auto* perf = r.mutable_performance();
-  *perf->mutable_candidate() = timing_stats(cand_trials, cand_method);
-  *perf->mutable_baseline() = timing_stats(ref_trials, ref_method);
-  if (perf->candidate().median_ms() > 0) perf->set_speedup(perf->baseline().median_ms() / perf->candidate().median_ms());
+  if (max_trials) {
+    const auto& cr = *cand_step.runner;
+    *perf->mutable_candidate() =
+        timing_stats(std::vector<double>(cr.trial_ms().begin(), cr.trial_ms().end()), cr.timing_method());
+    *perf->mutable_baseline() = baseline.baseline();
+    if (perf->candidate().median_ms() > 0)
+      perf->set_speedup(perf->baseline().median_ms() / perf->candidate().median_ms());
+    perf->set_stop_reason(cr.stop_reason());
+    perf->set_median_rel_ci(median_rel_ci_of(cr));
+  }
+  if (auto verdict = check_integrity(facts, r)) return fail(*verdict);
   clock.start(v1::STAGE_DONE);
 }
 

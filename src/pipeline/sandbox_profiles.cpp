@@ -1,12 +1,21 @@
 #include "pipeline/sandbox_profiles.h"
 
 #include <cstdlib>
+#include <regex>
+#include <stdexcept>
 
 #include "pipeline/workspace.h"
 
 namespace kj {
 
 namespace {
+
+// cgroup limits until the config carries them (keys asked for: sandbox.compile_memory_bytes,
+// sandbox.run_memory_bytes, sandbox.compile_pids, sandbox.run_pids, sandbox.run_cpus).
+constexpr std::uint64_t kCompileMemoryBytes = 4ull << 30;
+constexpr std::uint64_t kRunMemoryBytes = 16ull << 30;  // CUDA contexts and pinned buffers are host memory
+constexpr std::uint64_t kCompilePids = 512;             // nvcc and g++ -j fan out
+constexpr std::uint64_t kRunPids = 1024;                // PoCL and PyTorch thread pools
 
 kjsandbox::Policy base_policy(const Config& cfg, const std::filesystem::path& job_dir, std::vector<std::string> argv,
                               std::uint32_t wall_ms) {
@@ -26,12 +35,66 @@ kjsandbox::Policy base_policy(const Config& cfg, const std::filesystem::path& jo
   return p;
 }
 
+// Device minor of the GPU this node's run slots use: $KJUDGE_GPU_INDEX (until the config carries
+// it; key asked for: sandbox.gpu_index), else the lowest /dev/nvidiaN present (a container given
+// one GPU of a larger host may only have /dev/nvidia3), else 0.
+int gpu_index() {
+  if (const char* env = std::getenv("KJUDGE_GPU_INDEX"); env && *env) {
+    if (!std::regex_match(env, std::regex("[0-9]{1,3}")))
+      throw std::runtime_error(std::string("KJUDGE_GPU_INDEX must be a GPU's device minor (0-999), not '") + env + "'");
+    return std::atoi(env);
+  }
+  int lowest = -1;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > 6 && n.rfind("nvidia", 0) == 0 && n.find_first_not_of("0123456789", 6) == std::string::npos) {
+      const int i = std::atoi(n.c_str() + 6);
+      if (lowest < 0 || i < lowest) lowest = i;
+    }
+  }
+  return lowest < 0 ? 0 : lowest;
+}
+
+// An NVIDIA OpenCL platform is registered with the ICD loader on this node.
+bool nvidia_opencl_icd() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/etc/OpenCL/vendors", ec))
+    if (e.path().filename().string().find("nvidia") != std::string::npos) return true;
+  return false;
+}
+
+// Adds the device profile `name` for this node's GPU. Directory binds already visible through a
+// read-only bind of a parent (/usr/local/cuda under /usr, where it may be a symlink) are left out:
+// a second mount on a symlinked target is at best redundant.
+void add_device(kjsandbox::Policy& p, const std::string& name) {
+  // Loaded for every run, not cached: /dev/nvidia-uvm appears only after the host's first CUDA
+  // process, and a profile loaded before that would lack it for good.
+  kjsandbox::DeviceProfile prof = kjsandbox::load_device_profile(name, gpu_index());
+  std::erase_if(prof.binds, [&](const kjsandbox::BindMount& b) {
+    for (const auto& have : p.binds) {
+      const std::string& parent = have.target.empty() ? have.source : have.target;
+      if (have.writable || b.writable || !have.target.empty() || parent.empty()) continue;
+      if (b.source.size() > parent.size() && b.source.compare(0, parent.size(), parent) == 0 &&
+          b.source[parent.size()] == '/' && (b.target.empty() || b.target == b.source))
+        return true;
+    }
+    return false;
+  });
+  kjsandbox::apply_device_profile(prof, p);
+}
+
 }  // namespace
 
 kjsandbox::Policy compile_policy(const Config& cfg, const std::filesystem::path& job_dir, std::vector<std::string> argv,
                                  std::uint32_t wall_ms) {
   auto p = base_policy(cfg, job_dir, std::move(argv), wall_ms);
-  p.rlimits.address_space_bytes = 4ull << 30;  // template bombs; cgroup memory comes with the hardened sandbox
+  p.rlimits.address_space_bytes = 4ull << 30;  // template bombs (nvcc is fine with 4 GiB of address space)
+  p.cgroup.memory_bytes = kCompileMemoryBytes;
+  p.cgroup.pids = kCompilePids;
+  // No device profile: compile slots see no GPU. nvcc (/usr/local/cuda, a symlink to
+  // /usr/local/cuda-N.M on most hosts) and its host compiler are under the read-only /usr bind;
+  // a toolkit elsewhere goes in sandbox.extra_ro_binds.
   return p;
 }
 
@@ -40,6 +103,8 @@ kjsandbox::Policy run_policy(const Config& cfg, const std::filesystem::path& job
                              std::uint32_t wall_ms, std::uint64_t output_bytes, const std::string& device_profile) {
   auto p = base_policy(cfg, job_dir, std::move(argv), wall_ms);
   p.output_limit_bytes = output_bytes;
+  p.cgroup.memory_bytes = kRunMemoryBytes;
+  p.cgroup.pids = kRunPids;
   p.binds.push_back({cfg.runner_path.string(), kRunnerInSandbox, false});
   if (!inputs_dir.empty()) p.binds.push_back({inputs_dir.string(), "/inputs", false});
   if (device_profile == "opencl") {
@@ -49,6 +114,11 @@ kjsandbox::Policy run_policy(const Config& cfg, const std::filesystem::path& job
     // ICD vendor files, and the CPU topology PoCL's hwloc reads to size its thread pool.
     for (const char* path : {"/etc/OpenCL", "/sys/devices/system/cpu"})
       if (std::filesystem::exists(path)) p.binds.push_back({path, "", false});
+    // On a GPU node with NVIDIA's OpenCL ICD, the platform library needs the GPU's device nodes
+    // and the driver libraries: the nvidia-cuda profile (which binds /etc/OpenCL/vendors too).
+    if (nvidia_opencl_icd()) add_device(p, "nvidia-cuda");
+  } else if (!device_profile.empty()) {
+    add_device(p, device_profile);  // "nvidia-cuda": /dev/nvidia<gpu>, ctl, uvm, libcuda, /proc/driver
   }
   return p;
 }

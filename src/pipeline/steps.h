@@ -1,6 +1,7 @@
 // Sandboxed steps of the native pipeline: run a compiler, run kjudge-runner.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,5 +21,19 @@ StepOutcome run_compiler(const Config& cfg, const std::filesystem::path& job_dir
 StepOutcome run_runner(const Config& cfg, const std::filesystem::path& job_dir, const std::filesystem::path& inputs_dir,
                        const kjudge::v1::RunnerRequest& request, std::uint32_t wall_ms, std::uint64_t output_bytes,
                        const std::string& device_profile);
+
+// The daemon's own clock over a runner's timed loop: the runner writes one byte per loop event to
+// a FIFO in its job dir; a daemon thread timestamps each byte as it arrives.
+struct ClockMark {
+  char event;
+  std::chrono::steady_clock::time_point at;
+};
+
+// run_runner with a clock FIFO at job_dir/<fifo_name> (request.clock_path must name it as seen
+// inside the sandbox). `marks` receives what arrived, in order.
+StepOutcome run_runner_clocked(const Config& cfg, const std::filesystem::path& job_dir,
+                               const std::filesystem::path& inputs_dir, const kjudge::v1::RunnerRequest& request,
+                               std::uint32_t wall_ms, std::uint64_t output_bytes, const std::string& device_profile,
+                               const std::string& fifo_name, std::vector<ClockMark>& marks);
 
 }  // namespace kj

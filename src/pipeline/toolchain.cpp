@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
 namespace kj {
 
 namespace {
@@ -13,6 +17,12 @@ const std::vector<std::string> kCommonFlags = {
     "-fno-math-errno", "-std=c\\+\\+(14|17|20|23)", "-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?",
     "-m(avx|avx2|fma|avx512f|avx512bw|avx512vl|sse4\\.2|f16c|bmi2)"};
 
+// nvcc: optimisation and numerics switches only; no -Xcompiler passthrough, no libraries, no -ccbin.
+const std::vector<std::string> kCudaFlags = {
+    "-O[0-3]", "--?use_fast_math", "-lineinfo", "--?extra-device-vectorization", "-std=c\\+\\+(17|20)",
+    "--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)", "--?maxrregcount=[0-9]{1,3}", "-Xptxas=-O[0-3]",
+    "-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?"};
+
 const std::vector<Toolchain>& table() {
   static const std::vector<Toolchain> t = {
       {kjudge::v1::CPP, "kernel.cpp", "kernel.so",
@@ -20,16 +30,71 @@ const std::vector<Toolchain>& table() {
         "-Wl,--no-undefined",  // a missing symbol is the candidate's compile error, not a load failure later
         "-o", "/job/kernel.so",
         "/job/kernel.cpp"},
-       kCommonFlags, ""},
+       kCommonFlags, "", {}, ""},
       {kjudge::v1::OPENCL, "kernel.cl", "kernel.bin", {},
        {"-cl-fast-relaxed-math", "-cl-mad-enable", "-cl-std=CL(1\\.2|2\\.0|3\\.0)",
         "-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?"},
-       "opencl"},
+       "opencl", {}, ""},
+      {kjudge::v1::CUDA, "kernel.cu", "kernel.fatbin",
+       {"/usr/local/cuda/bin/nvcc", "-O3", "-std=c++17", "-fatbin", "-arch={arch}", "-o", "/job/kernel.fatbin",
+        "/job/kernel.cu"},
+       kCudaFlags, "nvidia-cuda",
+       {"/usr/local/cuda/bin/nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-arch={arch}",
+        "-o", "/job/kernel.so", "/job/kernel.cu"},
+       "kernel.so"},
   };
   return t;
 }
 
 }  // namespace
+
+std::string parse_compute_cap(const std::string& out) {
+  const auto line = out.substr(0, out.find('\n'));
+  const auto dot = line.find('.');
+  if (dot == std::string::npos || dot == 0) return "";
+  std::string major = line.substr(0, dot), minor;
+  for (std::size_t i = dot + 1; i < line.size() && std::isdigit(static_cast<unsigned char>(line[i])); ++i)
+    minor += line[i];
+  for (char c : major)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return "";
+  if (minor.empty()) return "";
+  return "sm_" + major + minor;
+}
+
+std::string cuda_arch() {
+  static std::once_flag once;
+  static std::string arch;
+  std::call_once(once, [] {
+    if (const char* env = std::getenv("KJUDGE_CUDA_ARCH"); env && std::regex_match(env, std::regex("sm_[0-9]{2,3}a?"))) {
+      arch = env;
+      return;
+    }
+    std::string out;
+    if (FILE* p = ::popen("nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null", "r")) {
+      char buf[256];
+      while (std::fgets(buf, sizeof(buf), p)) out += buf;
+      ::pclose(p);
+    }
+    arch = parse_compute_cap(out);
+    if (arch.empty()) arch = "sm_90";  // fallback: Hopper
+  });
+  return arch;
+}
+
+std::vector<std::string> Toolchain::argv_for(const kjudge::v1::NativeTask& task) const {
+  const bool host = !host_launch_argv.empty() && task.launch().grid().empty();
+  std::vector<std::string> argv = host ? host_launch_argv : compile_argv;
+  if (argv.empty()) return argv;
+  auto pos = std::find(argv.begin(), argv.end(), "-o");
+  argv.insert(pos, task.compile_flags().begin(), task.compile_flags().end());
+  for (auto& a : argv)
+    if (auto at = a.find("{arch}"); at != std::string::npos) a.replace(at, 6, cuda_arch());
+  return argv;
+}
+
+std::string Toolchain::artifact_for(const kjudge::v1::NativeTask& task) const {
+  return !host_launch_argv.empty() && task.launch().grid().empty() ? host_launch_artifact : artifact_name;
+}
 
 const Toolchain* toolchain_for(kjudge::v1::Language language) {
   for (const auto& t : table())

@@ -21,12 +21,24 @@ struct Toolchain {
   std::vector<std::string> compile_argv;
   std::vector<std::string> allowed_flag_patterns;  // full-match regexes for job.compile_flags
   std::string gpu_profile;                         // passthrough profile for run slots ("" = none)
+  // CUDA host-launch mode (no launch.grid): build a shared object instead. Empty = no such mode.
+  std::vector<std::string> host_launch_argv;
+  std::string host_launch_artifact;
+
+  // The argv and artifact for this task ("{arch}" replaced by the detected architecture).
+  std::vector<std::string> argv_for(const kjudge::v1::NativeTask& task) const;
+  std::string artifact_for(const kjudge::v1::NativeTask& task) const;
 
   // Full build argv including the job's flags (already checked).
   std::vector<std::string> build_argv(const google::protobuf::RepeatedPtrField<std::string>& flags) const;
   // A message when a flag is not allowed.
   std::optional<std::string> check_flags(const google::protobuf::RepeatedPtrField<std::string>& flags) const;
 };
+
+// CUDA architecture for nvcc: $KJUDGE_CUDA_ARCH, else `nvidia-smi --query-gpu=compute_cap` on this
+// node (e.g. "9.0" -> "sm_90"), else the fallback "sm_90". Detected once per process.
+std::string cuda_arch();
+std::string parse_compute_cap(const std::string& nvidia_smi_output);  // "" when unparsable
 
 const Toolchain* toolchain_for(kjudge::v1::Language language);  // nullptr when unsupported
 

@@ -6,6 +6,7 @@
 
 #include "pipeline/dtype.h"
 #include "pipeline/toolchain.h"
+#include "runner/cuda_launch.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
@@ -72,6 +73,8 @@ std::optional<InvalidJob> check_native(const v1::NativeTask& t) {
     for (auto g : l.global_size())
       if (g == 0) return InvalidJob{"OpenCL launch.global_size dimensions must be positive"};
   }
+  if (t.language() == v1::CUDA)
+    if (auto bad = kjudge::runner::check_cuda_launch(t.launch())) return InvalidJob{*bad};
   return check_args(t);
 }
 

@@ -25,6 +25,12 @@ Decision blame(Party who, v1::Verdict candidate_verdict, std::string message) {
   return {candidate_verdict, std::move(message)};
 }
 
+// "ptrace (x86_64 #101)".
+std::string seccomp_call(const kjsandbox::Report& s) {
+  if (s.seccomp_syscall < 0) return s.seccomp_syscall_name.empty() ? "unknown" : s.seccomp_syscall_name;
+  return fmt::format("{} ({} #{})", s.seccomp_syscall_name, s.seccomp_arch, s.seccomp_syscall);
+}
+
 }  // namespace
 
 std::optional<Decision> decide_build(const StepOutcome& step, Party who) {
@@ -35,6 +41,11 @@ std::optional<Decision> decide_build(const StepOutcome& step, Party who) {
       return blame(who, v1::COMPILE_ERROR, fmt::format("{} build exceeded its time limit", party_name(who)));
     case Outcome::OutputLimit:
       return blame(who, v1::COMPILE_ERROR, fmt::format("{} build produced too much output", party_name(who)));
+    case Outcome::MemoryLimit:
+      return blame(who, v1::COMPILE_ERROR, fmt::format("{} build exceeded its memory limit", party_name(who)));
+    case Outcome::SeccompViolation:
+      return blame(who, v1::COMPILE_ERROR, fmt::format("{} build made a forbidden system call: {}", party_name(who),
+                                                       seccomp_call(s)));
     case Outcome::Signaled:
       return blame(who, v1::COMPILE_ERROR,
                    fmt::format("{} build was killed by {}", party_name(who), signal_name(s.signal)));
@@ -51,10 +62,15 @@ std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint
   const auto& s = step.sandbox;
   switch (s.outcome) {
     case Outcome::SetupFailed: return Decision{v1::INFRA_ERROR, "run sandbox failed: " + s.error};
+    case Outcome::MemoryLimit:
+      return blame(who, v1::MEMORY_LIMIT, fmt::format("{} exceeded its memory limit", party_name(who)));
     case Outcome::WallTimeout:
       return blame(who, v1::TIMEOUT, fmt::format("{} did not finish within {} ms", party_name(who), wall_limit_ms));
     case Outcome::OutputLimit:
       return blame(who, v1::OUTPUT_LIMIT, fmt::format("{} wrote more than the output limit", party_name(who)));
+    case Outcome::SeccompViolation:
+      return blame(who, v1::RUNTIME_ERROR,
+                   fmt::format("{} made a forbidden system call: {}", party_name(who), seccomp_call(s)));
     case Outcome::Signaled:
       return blame(who, v1::RUNTIME_ERROR, fmt::format("{} crashed: killed by {}", party_name(who), signal_name(s.signal)));
     case Outcome::Exited: break;

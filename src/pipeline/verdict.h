@@ -1,7 +1,8 @@
 // Where verdicts are decided. Every stage hands its raw outcome here; this file alone maps
 // outcomes to verdicts, in the precedence of design §6/§7:
-//   sandbox failure (INFRA_ERROR) > memory > time / output limit > signal > exit code / API error
-//   > correctness > OK.
+//   sandbox failure (INFRA_ERROR) > memory (MEMORY_LIMIT) > time / output limit > seccomp kill
+//   (RUNTIME_ERROR naming the system call) > signal > exit code / API error > correctness > OK.
+// The sandbox reports one Outcome already in that order (an OOM kill wins over the wall limit).
 #pragma once
 
 #include <optional>

@@ -15,4 +15,8 @@ void build_opencl(const kjudge::v1::RunnerRequest& request, kjudge::v1::RunnerRe
 // OpenCL: load the program binary, run the entry kernel over launch.global_size.
 void run_opencl(const kjudge::v1::RunnerRequest& request, kjudge::v1::RunnerReport& report);
 
+// CUDA: load the fatbin (kernel mode) or shared object (host-launch mode) and run it through the
+// driver API, which is dlopen'ed (libcuda.so.1) so the runner works without a driver installed.
+void run_cuda(const kjudge::v1::RunnerRequest& request, kjudge::v1::RunnerReport& report);
+
 }  // namespace kjudge::runner

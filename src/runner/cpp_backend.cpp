@@ -13,6 +13,7 @@
 #include "runner/args.h"
 #include "runner/backends.h"
 #include "runner/error.h"
+#include "runner/ffi_types.h"
 #include "runner/protocol.h"
 #include "runner/timing.h"
 
@@ -32,7 +33,9 @@ std::string dl_error() {
   return e ? e : "unknown error";
 }
 
-ffi_type* ffi_type_of(const Scalar& s) {
+}  // namespace
+
+ffi_type* ffi_type_for(const Scalar& s) {
   switch (s.dtype) {
     case v1::I8: return &ffi_type_sint8;
     case v1::I16: return &ffi_type_sint16;
@@ -48,9 +51,11 @@ ffi_type* ffi_type_of(const Scalar& s) {
   throw RunnerError(fmt::format("scalar '{}': no C type for {}", s.name, v1::DType_Name(s.dtype)));
 }
 
+namespace {
+
 class CppLauncher final : public Launcher {
  public:
-  CppLauncher(void (*fn)(), std::vector<HostArg>& args) : fn_(fn), args_(args) {
+  CppLauncher(void (*fn)(), std::vector<HostArg>& args) : fn_(fn) {
     const std::size_t n = args.size();
     types_.reserve(n);
     values_.reserve(n);
@@ -62,7 +67,7 @@ class CppLauncher final : public Launcher {
         values_.push_back(&pointers_.back());
       } else {
         auto& s = std::get<Scalar>(arg);
-        types_.push_back(ffi_type_of(s));
+        types_.push_back(ffi_type_for(s));
         values_.push_back(s.data());
       }
     }
@@ -71,24 +76,21 @@ class CppLauncher final : public Launcher {
     if (st != FFI_OK) throw RunnerError(fmt::format("ffi_prep_cif failed: status {}", static_cast<int>(st)));
   }
 
-  double call() override {
+  CallTime call() override {
     ffi_arg ignored = 0;  // the entry returns void
     const Stopwatch watch;
     ffi_call(&cif_, fn_, &ignored, values_.data());
-    return watch.elapsed_ms();
+    const double ms = watch.elapsed_ms();
+    return {ms, ms};
   }
 
-  void fetch_outputs() override {}  // the kernel wrote the host buffers directly
-
-  void restore_inouts() override {
-    for (auto& arg : args_) {
-      if (auto* t = std::get_if<HostTensor>(&arg)) restore(*t);
-    }
-  }
+  // The kernel reads and writes the working host buffers directly: nothing to move.
+  void load(const std::vector<HostArg>&) override {}
+  void fetch_outputs() override {}
+  void fetch_inputs() override {}
 
  private:
   void (*fn_)();
-  std::vector<HostArg>& args_;
   ffi_cif cif_{};
   std::vector<ffi_type*> types_;
   std::vector<void*> values_;
@@ -103,7 +105,8 @@ void run_cpp(const v1::RunnerRequest& request, v1::RunnerReport& report) {
   if (request.entry().empty()) throw RunnerError("RUN needs entry (the extern \"C\" function)");
 
   // Inputs first: a bad input is our error, whatever the artifact does when loaded.
-  std::vector<HostArg> args = load_args(request);
+  std::vector<HostArg> args = load_working_args(request);
+  report.set_threads_before(count_threads());
 
   // NODELETE: dlclose at the end must not unmap code that a thread the candidate left behind (or an
   // atexit handler it registered) may still run before the process exits.

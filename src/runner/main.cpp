@@ -31,6 +31,9 @@ void execute(const v1::RunnerRequest& req, v1::RunnerReport& report) {
     case v1::CPP:
       if (build) throw RunnerError("BUILD mode is OpenCL-only");
       return kjudge::runner::run_cpp(req, report);
+    case v1::CUDA:
+      if (build) throw RunnerError("BUILD mode is OpenCL-only (CUDA is built by nvcc in the compile sandbox)");
+      return kjudge::runner::run_cuda(req, report);
     case v1::OPENCL:
       return build ? kjudge::runner::build_opencl(req, report) : kjudge::runner::run_opencl(req, report);
     default:
@@ -66,6 +69,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kjudge-runner: %s\n", e.what());
     return kExitUsage;
   }
+
+  // The request names the audited calls: take it out of the kernel's sight (the file lives in the
+  // candidate's /job). What stays in this process's memory is documented as forgeable.
+  if (request.mode() == v1::RunnerRequest::RUN) std::filesystem::remove(request_path, ignored);
 
   v1::RunnerReport report;
   try {

@@ -2,6 +2,7 @@
 // RUN loads that binary and runs the entry kernel over launch.global_size with event profiling.
 // Every CL call is checked and its error code named in the report.
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <string>
 #include <vector>
@@ -97,7 +98,8 @@ class ClLauncher final : public Launcher {
     }
   }
 
-  double call() override {
+  CallTime call() override {
+    const auto w0 = std::chrono::steady_clock::now();
     cl_event raw = nullptr;
     cl_check(clEnqueueNDRangeKernel(queue_, kernel_, static_cast<cl_uint>(global_.size()), nullptr,
                                     global_.data(), local_.empty() ? nullptr : local_.data(), 0,
@@ -117,7 +119,8 @@ class ClLauncher final : public Launcher {
              "clGetEventProfilingInfo");
     cl_check(clGetEventProfilingInfo(raw, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr),
              "clGetEventProfilingInfo");
-    return static_cast<double>(end - start) * 1e-6;
+    return {static_cast<double>(end - start) * 1e-6,
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count()};
   }
 
   void fetch_outputs() override {
@@ -129,10 +132,18 @@ class ClLauncher final : public Launcher {
     }
   }
 
-  void restore_inouts() override {
+  void fetch_inputs() override {
     for (auto& [t, mem] : buffers_) {
-      if (t->role == v1::INOUT) write(*t, mem.get(), t->pristine.data());
+      if (t->role != v1::IN || t->bytes() == 0) continue;
+      cl_check(clEnqueueReadBuffer(queue_, mem.get(), CL_TRUE, 0, t->bytes(), t->data.data(), 0,
+                                   nullptr, nullptr),
+               fmt::format("clEnqueueReadBuffer(arg {})", t->index));
     }
+  }
+
+  // `set` is the working host args (the protocol copied the set's values into them).
+  void load(const std::vector<HostArg>&) override {
+    for (auto& [t, mem] : buffers_) write(*t, mem.get(), t->data.data());
   }
 
  private:
@@ -199,7 +210,7 @@ void run_opencl(const v1::RunnerRequest& request, v1::RunnerReport& report) {
   if (request.entry().empty()) throw RunnerError("RUN needs entry (the kernel name)");
   const std::string binary = read_file(request.artifact_path(), "program binary");
   if (binary.empty()) throw RunnerError(fmt::format("program binary {} is empty", request.artifact_path()));
-  std::vector<HostArg> args = load_args(request);
+  std::vector<HostArg> args = load_working_args(request);
 
   const ClDevice d = select_device();
   describe_device(d, report);
@@ -218,6 +229,9 @@ void run_opencl(const v1::RunnerRequest& request, v1::RunnerReport& report) {
   cl_check(rc, "clCreateCommandQueue");
 
   ClLauncher launcher(ctx.get(), queue.get(), kernel.get(), args, request.launch());
+  // After the runtime set up its own worker threads (PoCL starts its pool with the queue): only
+  // threads the kernel's calls leave behind count.
+  report.set_threads_before(count_threads());
   run_protocol(request, args, launcher, report);
 }
 

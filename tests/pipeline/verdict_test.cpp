@@ -65,4 +65,18 @@ TEST(Verdict, CorrectnessNeedsEverySet) {
   EXPECT_NE(kj::decide_correctness(sets).message.find("signed"), std::string::npos);
 }
 
+TEST(Verdict, MemoryLimitAndSeccompKill) {
+  EXPECT_EQ(kj::decide_run(step(Outcome::MemoryLimit), Party::Candidate, 1000)->verdict, v1::MEMORY_LIMIT);
+  EXPECT_EQ(kj::decide_run(step(Outcome::MemoryLimit), Party::Reference, 1000)->verdict, v1::INVALID_JOB);
+  auto s = step(Outcome::SeccompViolation);
+  s.sandbox.seccomp_syscall = 101;
+  s.sandbox.seccomp_syscall_name = "ptrace";
+  s.sandbox.seccomp_arch = "x86_64";
+  auto d = kj::decide_run(s, Party::Candidate, 1000);
+  EXPECT_EQ(d->verdict, v1::RUNTIME_ERROR);
+  EXPECT_NE(d->message.find("ptrace (x86_64 #101)"), std::string::npos) << d->message;
+  EXPECT_EQ(kj::decide_build(step(Outcome::MemoryLimit), Party::Candidate)->verdict, v1::COMPILE_ERROR);
+  EXPECT_EQ(kj::decide_build(s, Party::Candidate)->verdict, v1::COMPILE_ERROR);
+}
+
 }  // namespace

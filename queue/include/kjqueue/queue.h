@@ -10,6 +10,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace kjqueue {
@@ -42,6 +44,18 @@ struct Keys {
                             const std::string& job_id);            // kj:{p0}:result:<tenant>:<id>
   static std::string done(int partition, const std::string& tenant);     // kj:{p0}:done:<tenant> (stream)
   static std::string node(int partition, const std::string& node);       // kj:{p0}:node:<node> (heartbeat)
+  static std::string queued(int partition, const std::string& tenant);   // kj:{p0}:queued:<tenant> (jobs without a result)
+  static std::string quotas(int partition);                              // kj:{p0}:quotas (hash tenant|* -> max queued)
+  static std::string batch(int partition, const std::string& tenant,
+                           const std::string& batch_id);                 // kj:{p0}:batch:<tenant>:<batch> (hash)
+  static std::string dead(int partition, const std::string& tenant);     // kj:{p0}:dead:<tenant> (stream)
+  static std::string retry(int partition, const std::string& tenant);    // kj:{p0}:retry:<tenant> (hash: parked payloads)
+  static std::string delayed(int partition, const std::string& tenant);  // kj:{p0}:delayed:<tenant> (zset: due ms)
+  static std::string cancel(int partition, const std::string& tenant,
+                            const std::string& job_id);                  // kj:{p0}:cancel:<tenant>:<id>
+  static std::string batch_cancel(int partition, const std::string& tenant,
+                                  const std::string& batch_id);          // kj:{p0}:bcancel:<tenant>:<batch>
+  static std::string drain(int partition, const std::string& node);      // kj:{p0}:drain:<node> (admin drain request)
   static constexpr const char* kGroup = "kjudged";
 };
 
@@ -54,6 +68,21 @@ struct SubmitResult {
   bool duplicate = false;
 };
 
+// kj_submit refused the job: the tenant has `quota` jobs waiting for a result already.
+struct QueueFull : QueueError {
+  using QueueError::QueueError;
+};
+
+struct SubmitOptions {
+  std::string batch_id;          // empty: no batch
+  std::uint32_t batch_size = 0;  // >0: batch_done waits for this many completions
+};
+
+// How a result is filed (see kj_complete).
+struct CompleteOptions {
+  std::string dead_reason;  // non-empty: also copy the job to the tenant's dead-letter stream
+};
+
 // One stream entry handed to this consumer. Any field may be missing or garbage: the daemon
 // turns such entries into INVALID_JOB results, it never drops them.
 struct Delivery {
@@ -63,6 +92,19 @@ struct Delivery {
   std::string job_id;     // field "id"; empty when missing
   std::optional<std::string> payload;  // field "job": serialized kjudge.v1.Job bytes
   std::map<std::string, std::string> fields;  // every field as sent
+  std::string batch_id;   // field "batch"
+  std::uint32_t attempt = 0;     // field "attempt": deliveries before a retry re-queued it
+  std::uint32_t deliveries = 1;  // times this entry was delivered (XPENDING), this one included
+};
+
+struct BatchStatus {
+  std::uint64_t submitted = 0, completed = 0, expected = 0;
+  bool cancelled = false;
+  std::map<std::string, std::uint64_t> verdicts;  // verdict name -> count
+};
+
+struct DeadLetter {
+  std::string entry_id, job_id, reason, batch_id;
 };
 
 struct TenantStatus {
@@ -102,6 +144,58 @@ class Queue {
   // Throws QueueError on an invalid tenant or job id. (Any FCALL that finds the functions missing,
   // e.g. after a Redis restart without persistence, loads them once and retries.)
   SubmitResult submit(const std::string& tenant, const std::string& job_id, const std::string& payload);
+  // With batch/quota bookkeeping (the daemon-era submit; the 3-argument one is the same with no batch).
+  // Throws QueueFull when the tenant's quota is reached.
+  SubmitResult submit(const std::string& tenant, const std::string& job_id, const std::string& payload,
+                      const SubmitOptions& options);
+
+  // Registered tenants with a usable stream (cached for a second; force re-reads).
+  std::vector<std::string> tenants(bool force = false);
+
+  // Non-blocking XREADGROUP of up to `count` new entries from each listed tenant's stream (one round
+  // trip, pipelined). Tenants with nothing new contribute nothing.
+  std::vector<Delivery> read_new(const std::string& consumer, const std::vector<std::pair<std::string, std::size_t>>& want);
+
+  // Blocking XREADGROUP COUNT 1 on the listed tenants' streams (up to `block`).
+  std::vector<Delivery> read_blocking(const std::string& consumer, const std::vector<std::string>& tenants,
+                                      std::chrono::milliseconds block);
+
+  // The reaper: XAUTOCLAIM entries idle for at least min_idle from every tenant stream onto
+  // `consumer` (at most `max` in all); their delivery counts come from XPENDING.
+  std::vector<Delivery> reclaim(const std::string& consumer, std::chrono::milliseconds min_idle, std::size_t max);
+
+  // Lease heartbeat (kj_lease renew) / hand-back (kj_lease handback) of entries pending on
+  // `consumer` in one tenant's stream. Returns the entries that were not ours any more.
+  std::vector<std::string> renew(const std::string& tenant, const std::string& consumer,
+                                 const std::vector<std::string>& entry_ids, std::chrono::milliseconds lease);
+  std::vector<std::string> hand_back(const std::string& tenant, const std::string& consumer,
+                                     const std::vector<std::string>& entry_ids, std::chrono::milliseconds lease);
+  // Every entry pending on `consumer` (any tenant): a restarted daemon hands back its previous
+  // incarnation's entries.
+  std::vector<std::pair<std::string, std::string>> pending_of(const std::string& consumer);
+
+  // Infrastructure failure: park the job until `due`, then kj_promote re-queues it with `attempt`.
+  bool retry_later(const Delivery& delivery, const std::string& job_id, std::uint32_t attempt,
+                   std::chrono::system_clock::time_point due);
+  // kj_promote on every tenant; returns jobs moved back onto streams.
+  std::size_t promote_due();
+  // kj_trim on every tenant stream (MINID below the oldest pending entry); returns entries removed.
+  std::size_t trim();
+
+  // Cancel markers (kj_cancel) and the check the daemon makes before and while running a job.
+  void cancel_job(const std::string& tenant, const std::string& job_id, std::chrono::seconds ttl);
+  void cancel_batch(const std::string& tenant, const std::string& batch_id, std::chrono::seconds ttl);
+  // One entry per query (tenant, job_id, batch_id): true when the job or its batch is cancelled.
+  std::vector<bool> cancelled(const std::vector<std::tuple<std::string, std::string, std::string>>& jobs);
+
+  BatchStatus batch_status(const std::string& tenant, const std::string& batch_id);
+
+  // Admission: max jobs waiting for a result per tenant ("*" = default); negative removes.
+  void set_quota(const std::string& tenant_or_star, long long max_queued);
+
+  std::vector<DeadLetter> dead_letters(const std::string& tenant, std::size_t max);
+  std::string retry_dead(const std::string& tenant, const std::string& dead_entry_id);  // -> new entry id
+  std::size_t purge_dead(const std::string& tenant, const std::string& dead_entry_id);  // "" = all
 
   // XREADGROUP over every registered tenant's stream; blocks up to `block` when nothing is there
   // (block <= 0: do not block). `max` is XREADGROUP's COUNT, which applies per tenant stream, so
@@ -113,7 +207,7 @@ class Queue {
   // A job_id that is not valid_job_id (a malformed entry) files the result under "#<entry id>".
   // Throws QueueError on a connection error: the entry then stays pending (redelivered later).
   bool complete(const Delivery& delivery, const std::string& job_id, const std::string& result_bytes,
-                const std::string& verdict_name, std::chrono::seconds ttl);
+                const std::string& verdict_name, std::chrono::seconds ttl, const CompleteOptions& options = {});
 
   std::optional<std::string> get_result(const std::string& tenant, const std::string& job_id);
 

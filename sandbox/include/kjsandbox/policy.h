@@ -32,6 +32,28 @@ struct Rlimits {
   std::optional<std::uint64_t> processes;            // RLIMIT_NPROC (per host uid)
 };
 
+// System-call filter (libseccomp allow-list, compiled once per (profile, extra_allow) in the
+// parent, loaded by the sandbox's init after capabilities are dropped and no_new_privs is set).
+struct Seccomp {
+  enum class Mode {
+    Off,      // no filter (debugging only)
+    Enforce,  // anything outside the allow-list: the whole tree is killed, Outcome::SeccompViolation
+    Log,      // anything outside the allow-list is allowed and recorded in Report::seccomp_log
+  };
+  Mode mode = Mode::Enforce;
+  std::string profile = "default";       // sandbox/policies/<profile>.txt ("empty": only what init needs)
+  std::vector<std::string> extra_allow;  // more syscall names to allow (unconditionally)
+};
+
+// cgroup limits of the job's cgroup (v2, or v1/hybrid: memory, pids, cpu, cpuacct, freezer).
+// The job cgroup is created under the calling process's own cgroup and removed afterwards.
+struct CgroupLimits {
+  bool enabled = true;                      // false: no cgroup (accounting from rusage only)
+  std::optional<std::uint64_t> memory_bytes;  // memory limit, swap off; over it: Outcome::MemoryLimit
+  std::optional<std::uint64_t> pids;          // tasks (processes + threads) in the tree
+  std::optional<double> cpu_quota;            // CPUs (e.g. 2.0 = two cores' worth per period)
+};
+
 struct Policy {
   std::vector<std::string> argv;            // argv[0] is an absolute path inside the sandbox
   std::map<std::string, std::string> env;   // the complete environment (nothing is inherited)
@@ -58,6 +80,13 @@ struct Policy {
   std::chrono::milliseconds wall_limit{10'000};
   std::uint64_t output_limit_bytes = 1ull << 20;  // stdout and stderr each; over it: kill, OUTPUT_LIMIT
   std::string stdin_path;                   // host file fed to stdin; empty = /dev/null
+
+  Seccomp seccomp;
+  CgroupLimits cgroup;
+  // Hardening of /proc (masked kcore/keys/sysrq-trigger/..., read-only sys/bus/fs/irq).
+  bool mask_proc = true;
+  std::vector<std::string> proc_unmask;     // masked entries to leave visible (GPU profiles: /proc/driver)
+  std::vector<std::string> proc_hide;       // more /proc paths to mask (GPU profiles: other GPUs)
 };
 
 // Read-only binds of the host system a sandbox needs to run g++, python3 and OpenCL (PoCL):
@@ -65,5 +94,37 @@ struct Policy {
 // hwloc needs the CPU topology), each only if the host has it.
 // The /bin, /lib... symlinks of a merged-/usr host are recreated by the launcher.
 std::vector<BindMount> default_system_binds();
+
+// A GPU/accelerator passthrough profile (data: sandbox/profiles/<name>.toml): device nodes, driver
+// library binds, /proc/driver entries and environment for GPU `gpu_index`. Entries the host lacks
+// are skipped (a profile describes what may exist); `untested` profiles are flagged as such.
+struct DeviceProfile {
+  std::string name;
+  bool untested = false;
+  std::vector<std::string> devices;
+  std::vector<BindMount> binds;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> proc_unmask;  // masked /proc entries the device needs (/proc/driver)
+  std::vector<std::string> proc_hide;    // more /proc entries to hide (other GPUs' /proc/driver entries)
+  std::vector<std::string> notes;  // what was skipped and why
+};
+
+// Throws std::runtime_error for an unknown profile or a malformed file. Profiles are looked up
+// in $KJSANDBOX_PROFILE_DIR, then the directory compiled in (the source tree's sandbox/profiles).
+DeviceProfile load_device_profile(const std::string& name, int gpu_index);
+// Adds the profile's devices, binds and environment to `policy`.
+void apply_device_profile(const DeviceProfile& profile, Policy& policy);
+
+// Names of the profiles compiled into the library.
+std::vector<std::string> device_profile_names();
+
+// The daemon calls this once at start: on cgroup v2 it makes its own cgroup able to hold job
+// cgroups (moving itself into a leaf "kjsbx-supervisor" when needed, enabling memory/pids/cpu),
+// and on v1 and v2 it kills and removes job cgroups ("kjsbx-<pid>-<n>") left behind by a
+// process that no longer runs. Returns how many were removed; never throws.
+int cleanup_stale_cgroups(std::string* log = nullptr);
+
+// "v2", "v1" or "" (no usable cgroup hierarchy), and why not, for doctor/tests.
+std::string cgroup_mode(std::string* why = nullptr);
 
 }  // namespace kjsandbox

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kjsandbox {
 
@@ -12,6 +13,8 @@ enum class Outcome {
   WallTimeout,     // we killed it: wall limit
   OutputLimit,     // we killed it: stdout/stderr over budget
   SetupFailed,     // the sandbox could not be built (our fault, or a bad policy): see error
+  SeccompViolation,  // we killed it: a system call outside the allow-list (see seccomp_syscall)
+  MemoryLimit,       // the cgroup's memory limit was hit and the OOM killer fired (oom_killed)
 };
 
 struct Report {
@@ -29,6 +32,19 @@ struct Report {
   bool stdout_truncated = false;
   bool stderr_truncated = false;
   std::string error;          // SetupFailed: which step and errno, in words
+
+  // From the job cgroup (when one was used: cgroup_used).
+  bool cgroup_used = false;
+  std::uint64_t memory_peak_bytes = 0;  // memory.peak (v2) / memory.max_usage_in_bytes (v1)
+  bool oom_killed = false;              // the OOM killer fired in the job cgroup
+  std::string cgroup_version;           // "v2", "v1" or "" (none)
+
+  // SeccompViolation: the offending call (number, name, ABI: "x86_64", "x86" for int 0x80...).
+  int seccomp_syscall = -1;
+  std::string seccomp_syscall_name;
+  std::string seccomp_arch;
+  // Seccomp::Mode::Log: syscalls outside the allow-list the tree made (names, sorted, unique).
+  std::vector<std::string> seccomp_log;
 
   bool ok() const { return outcome == Outcome::Exited && exit_code == 0; }
 };

@@ -1,0 +1,4 @@
+// Wrong: returns the input unchanged.
+extern "C" __global__ void softmax(const float* x, float* out, int rows, int cols) {
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long)blockIdx.x * cols + c] = x[(long long)blockIdx.x * cols + c];
+}

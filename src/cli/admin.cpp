@@ -1,0 +1,183 @@
+#include "cli/admin.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "kjudge/v1/result.pb.h"
+#include "kjudge/v1/verdict.pb.h"
+
+namespace kj::cli {
+using kjqueue::Keys;
+using nlohmann::json;
+
+std::vector<std::string> tenant_acl(const std::string& tenant, const std::string& password, int p) {
+  if (!kjqueue::valid_tenant(tenant)) throw kjqueue::QueueError("invalid tenant '" + tenant + "'");
+  if (password.empty()) throw kjqueue::QueueError("a tenant user needs a password (--password)");
+  const std::string user = "kj-" + tenant;
+  return {"ACL", "SETUSER", user, "reset", "on", ">" + password,
+          // read-only: the shared tenant set and quotas, its own results and completion events
+          "%R~" + Keys::tenants(p), "%R~" + Keys::quotas(p), "%R~" + Keys::result(p, tenant, "*"),
+          "%R~" + Keys::done(p, tenant), "%R~" + Keys::dead(p, tenant),
+          // read-write: its own jobs stream, idempotency markers, counters, batches, cancel markers
+          "~" + Keys::jobs(p, tenant), "~" + Keys::job_marker(p, tenant, "*"), "~" + Keys::queued(p, tenant),
+          "~" + Keys::batch(p, tenant, "*"), "~" + Keys::cancel(p, tenant, "*"), "~" + Keys::batch_cancel(p, tenant, "*"),
+          "resetchannels",
+          // the commands kj_submit/kj_cancel run, and the reads the clients make
+          "+ping", "+hello", "+auth", "+client|setname", "+fcall", "+function|list", "+get", "+mget", "+exists",
+          "+xrevrange", "+xrange", "+xread", "+xlen", "+hgetall", "+hget", "+sismember", "+xadd", "+set", "+incr",
+          "+hincrby", "+hset", "+expire", "+xgroup|create"};
+}
+
+std::string acl_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    const bool quote = a.find_first_of(" {}\"'") != std::string::npos;
+    out += quote ? "'" + a + "'" : a;
+  }
+  return out;
+}
+
+int admin_queues(kjqueue::Queue& q, bool as_json) {
+  const auto st = q.status();
+  json j = json::array();
+  for (const auto& t : st.tenants) {
+    const auto queued = q.command({"GET", Keys::queued(q.partition(), t.tenant)});
+    const auto dead = q.command({"XLEN", Keys::dead(q.partition(), t.tenant)});
+    const auto delayed = q.command({"ZCARD", Keys::delayed(q.partition(), t.tenant)});
+    j.push_back({{"tenant", t.tenant}, {"lag", t.lag}, {"pending", t.pending}, {"stream_length", t.queued},
+                 {"waiting_for_result", queued.empty() || !queued[0] ? 0 : std::stoll(*queued[0])},
+                 {"retry_parked", delayed.empty() || !delayed[0] ? 0 : std::stoll(*delayed[0])},
+                 {"dead_letters", dead.empty() || !dead[0] ? 0 : std::stoll(*dead[0])}, {"completed_events", t.completed}});
+  }
+  if (as_json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-24s %8s %8s %10s %8s %8s\n", "tenant", "lag", "pending", "no-result", "parked", "dead");
+  for (const auto& t : j)
+    std::printf("%-24s %8lld %8lld %10lld %8lld %8lld\n", t["tenant"].get<std::string>().c_str(), t["lag"].get<long long>(),
+                t["pending"].get<long long>(), t["waiting_for_result"].get<long long>(), t["retry_parked"].get<long long>(),
+                t["dead_letters"].get<long long>());
+  return 0;
+}
+
+int admin_job(kjqueue::Queue& q, const std::string& tenant, const std::string& job_id, bool as_json) {
+  const int p = q.partition();
+  json j = {{"tenant", tenant}, {"job_id", job_id}};
+  auto marker = q.command({"GET", Keys::job_marker(p, tenant, job_id)});
+  const std::string entry = !marker.empty() && marker[0] ? *marker[0] : "";
+  j["entry_id"] = entry;
+  j["state"] = entry.empty() ? "unknown" : "queued";
+  if (!entry.empty()) {
+    auto pend = q.command({"XPENDING", Keys::jobs(p, tenant), Keys::kGroup, entry, entry, "1"});
+    if (pend.size() >= 4) {
+      j["state"] = "running";
+      j["consumer"] = pend[1].value_or("");
+      j["idle_ms"] = std::stoll(pend[2].value_or("0"));
+      j["deliveries"] = std::stoll(pend[3].value_or("0"));
+    }
+  }
+  auto parked = q.command({"ZSCORE", Keys::delayed(p, tenant), job_id});
+  if (!parked.empty() && parked[0]) {
+    j["state"] = "retry_parked";
+    j["retry_at_ms"] = std::stoll(*parked[0]);
+  }
+  auto cancel = q.command({"EXISTS", Keys::cancel(p, tenant, job_id)});
+  j["cancel_requested"] = !cancel.empty() && cancel[0] == "1";
+  if (auto r = q.get_result(tenant, job_id)) {
+    kjudge::v1::Result res;
+    if (res.ParseFromString(*r)) {
+      j["state"] = "done";
+      j["verdict"] = kjudge::v1::Verdict_Name(res.status());
+      j["message"] = res.message();
+      j["worker"] = res.worker();
+      j["attempt"] = res.attempt();
+    }
+  }
+  if (as_json) std::cout << j.dump(2) << "\n";
+  else
+    for (auto& [k, v] : j.items()) std::cout << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+  return j["state"] == "unknown" ? 2 : 0;
+}
+
+int admin_nodes(kjqueue::Queue& q, bool as_json) {
+  const auto st = q.status();
+  json j = json::array();
+  for (const auto& n : st.nodes) {
+    auto drain = q.command({"EXISTS", Keys::drain(q.partition(), n.node)});
+    j.push_back({{"node", n.node}, {"ttl_ms", n.ttl_ms}, {"info", json::parse(n.info, nullptr, false)},
+                 {"drain_requested", !drain.empty() && drain[0] == "1"}});
+  }
+  if (as_json) std::cout << j.dump(2) << "\n";
+  else
+    for (auto& n : j) std::cout << n["node"].get<std::string>() << " " << n["info"].dump() << (n["drain_requested"].get<bool>() ? " (draining)" : "") << "\n";
+  return 0;
+}
+
+int admin_drain(kjqueue::Queue& q, const std::string& node, bool undo) {
+  if (undo) q.command({"DEL", Keys::drain(q.partition(), node)});
+  else q.command({"SET", Keys::drain(q.partition(), node), "1", "EX", "86400"});
+  std::cout << (undo ? "drain request removed for " : "drain requested for ") << node
+            << (undo ? "\n" : " (it stops fetching at its next heartbeat, hands back unstarted jobs, finishes running ones and exits)\n");
+  return 0;
+}
+
+int admin_dead(kjqueue::Queue& q, const std::string& tenant, const std::string& action, const std::string& entry, bool as_json) {
+  if (action == "list") {
+    json j = json::array();
+    for (const auto& d : q.dead_letters(tenant, 1000))
+      j.push_back({{"entry", d.entry_id}, {"job_id", d.job_id}, {"batch", d.batch_id}, {"reason", d.reason}});
+    if (as_json) std::cout << j.dump(2) << "\n";
+    else
+      for (auto& d : j)
+        std::cout << d["entry"].get<std::string>() << " " << d["job_id"].get<std::string>() << ": " << d["reason"].get<std::string>() << "\n";
+    return 0;
+  }
+  if (action == "retry") {
+    std::vector<std::string> entries;
+    if (entry.empty())
+      for (const auto& d : q.dead_letters(tenant, 100000)) entries.push_back(d.entry_id);
+    else entries.push_back(entry);
+    for (const auto& e : entries) std::cout << e << " -> " << q.retry_dead(tenant, e) << "\n";
+    return 0;
+  }
+  if (action == "purge") {
+    std::cout << "purged " << q.purge_dead(tenant, entry) << " dead letters\n";
+    return 0;
+  }
+  std::cerr << "kjudge: admin dead wants list|retry|purge\n";
+  return 2;
+}
+
+int admin_quota(kjqueue::Queue& q, const std::string& tenant, long long max_queued) {
+  q.set_quota(tenant, max_queued);
+  std::cout << (max_queued < 0 ? "quota removed for " + tenant : "quota for " + tenant + ": " + std::to_string(max_queued)) << "\n";
+  return 0;
+}
+
+int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& password, int partition, bool apply) {
+  auto argv = tenant_acl(tenant, password, partition);
+  std::cout << acl_line(argv) << "\n";
+  if (apply && q) {
+    q->command(argv);
+    // Registered here, so kj_submit never needs write access to the shared tenant set.
+    q->command({"SADD", Keys::tenants(partition), tenant});
+    q->command({"XGROUP", "CREATE", Keys::jobs(partition, tenant), Keys::kGroup, "0", "MKSTREAM"});
+  }
+  return 0;
+}
+
+int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool as_json) {
+  const auto b = q.batch_status(tenant, batch);
+  json j = {{"tenant", tenant}, {"batch", batch}, {"submitted", b.submitted}, {"completed", b.completed},
+            {"expected", b.expected}, {"cancelled", b.cancelled}, {"verdicts", b.verdicts}};
+  if (as_json) std::cout << j.dump(2) << "\n";
+  else
+    std::cout << batch << ": " << b.completed << "/" << b.submitted << " done" << (b.cancelled ? " (cancelled)" : "") << " "
+              << json(b.verdicts).dump() << "\n";
+  return 0;
+}
+
+}  // namespace kj::cli

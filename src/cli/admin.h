@@ -1,0 +1,27 @@
+// `kjudge admin ...` and the queue-control subcommands (cancel, batch): operator tools on top of
+// libkjqueue. Each returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kjqueue/queue.h"
+
+namespace kj::cli {
+
+// The ACL SETUSER arguments for a tenant user: submit to its own stream, cancel its own jobs,
+// read its own results and events, nothing else (design §8).
+std::vector<std::string> tenant_acl(const std::string& tenant, const std::string& password, int partition);
+// The same as one redis-cli line (password shown as given).
+std::string acl_line(const std::vector<std::string>& argv);
+
+int admin_queues(kjqueue::Queue& q, bool json);
+int admin_job(kjqueue::Queue& q, const std::string& tenant, const std::string& job_id, bool json);
+int admin_nodes(kjqueue::Queue& q, bool json);
+int admin_drain(kjqueue::Queue& q, const std::string& node, bool undo);
+int admin_dead(kjqueue::Queue& q, const std::string& tenant, const std::string& action, const std::string& entry, bool json);
+int admin_quota(kjqueue::Queue& q, const std::string& tenant, long long max_queued);
+int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& password, int partition, bool apply);
+int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool json);
+
+}  // namespace kj::cli

@@ -1,0 +1,66 @@
+// The verification engine's checks after a correct run (design §5 steps 4 and 7): input tampering,
+// threads left behind, audited timed calls, output-digest consistency, the daemon's clock against
+// the in-process figures, hidden device work, and the roofline floor. Each maps to a verdict with a
+// cheat class; docs/verdicts-and-rewards.md lists them and what a forger can and cannot do.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kjudge/v1/job.pb.h"
+#include "kjudge/v1/result.pb.h"
+#include "kjudge/v1/runner.pb.h"
+#include "pipeline/compare.h"
+#include "pipeline/inputs.h"
+#include "pipeline/steps.h"
+#include "pipeline/verdict.h"
+
+namespace kj {
+
+// set index -> arg index -> digest64 of the bytes the daemon wrote.
+using InputDigests = std::map<unsigned, std::map<int, std::uint64_t>>;
+InputDigests digest_input_sets(const kjudge::v1::NativeTask& task, const std::vector<InputSet>& sets);
+
+// Compares every OUT/INOUT tensor of one set (files arg<i>.bin in the two dirs).
+kjudge::v1::CorrectnessSet compare_set(const kjudge::v1::NativeTask& task, const std::string& name,
+                                       const std::filesystem::path& expected_dir,
+                                       const std::filesystem::path& actual_dir, const Tolerance* override_tol);
+
+// The digest the runner reports per timed call, recomputed from output files in `dir`.
+std::uint64_t outputs_digest_of_dir(const kjudge::v1::NativeTask& task, const std::filesystem::path& dir);
+
+// `count` distinct call indices in [0, below), from the OS entropy pool.
+std::vector<unsigned> pick_audit_calls(unsigned below, unsigned count);
+
+std::string random_suffix();
+
+// Harness time per timed call outside the timed region, from a clean (reference) run:
+// (daemon-clock span of the loop - in-process sum) / calls. 0 when the marks are unusable.
+double harness_overhead_per_call(const kjudge::v1::RunnerReport& report, const std::vector<ClockMark>& marks);
+
+double median_rel_ci_of(const kjudge::v1::RunnerReport& report);
+
+// Bytes a call must move: task.min_bytes_moved, else every IN/OUT tensor once and INOUT twice.
+std::uint64_t bytes_moved(const kjudge::v1::NativeTask& task);
+
+struct EngineFacts {
+  const kjudge::v1::NativeTask* task = nullptr;
+  const std::vector<InputSet>* sets = nullptr;
+  const InputDigests* expected_inputs = nullptr;
+  std::filesystem::path ref_dir, cand_dir;            // out<k>/ and (candidate) audit/<call>/
+  const kjudge::v1::RunnerReport* report = nullptr;    // the candidate's
+  const std::vector<ClockMark>* marks = nullptr;       // the daemon's clock on the candidate's loop
+  const kjudge::v1::Performance* baseline = nullptr;   // clean-process figures (overhead, bandwidth)
+  std::vector<unsigned> audit_calls;
+  const Tolerance* override_tol = nullptr;
+  bool timed = false;
+};
+
+// nullopt: nothing found. Otherwise the verdict; sets result.cheat_class, legality flags and the
+// performance cross-check fields along the way.
+std::optional<Decision> check_integrity(const EngineFacts& facts, kjudge::v1::Result& result);
+
+}  // namespace kj

@@ -1,0 +1,160 @@
+// The queue's reliability functions (queue/lua/kjudge.lua) against a real redis-server: leases
+// (renew without a new delivery, never stealing back; hand-back), the reaper's reclaim, retries
+// parked and promoted, MINID trimming below the oldest pending entry, quotas, batches, dead
+// letters, cancel markers.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "queue_fixture.h"
+
+namespace {
+using namespace std::chrono_literals;
+using kjqueue::Keys;
+using kjtest::QueueTest;
+
+class FaultLease : public QueueTest {
+ protected:
+  std::uint32_t deliveries(const std::string& tenant, const std::string& entry) {
+    auto r = queue.command({"XPENDING", Keys::jobs(0, tenant), Keys::kGroup, entry, entry, "1"});
+    return r.size() >= 4 ? static_cast<std::uint32_t>(std::stoul(r[3].value())) : 0;
+  }
+  std::string owner(const std::string& tenant, const std::string& entry) {
+    auto r = queue.command({"XPENDING", Keys::jobs(0, tenant), Keys::kGroup, entry, entry, "1"});
+    return r.size() >= 4 ? r[1].value() : "";
+  }
+};
+
+TEST_F(FaultLease, RenewKeepsOwnEntriesWithoutCountingADeliveryAndNeverStealsBack) {
+  queue.submit("t", "j1", "p");
+  auto got = queue.read_new("c1", {{"t", 1}});
+  ASSERT_EQ(got.size(), 1u);
+  const auto e = got[0].entry_id;
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(queue.renew("t", "c1", {e}, 1000ms).empty());
+  EXPECT_EQ(deliveries("t", e), 1u);
+  // idle was reset: a reaper with a 40 ms lease finds nothing
+  EXPECT_TRUE(queue.reclaim("c2", 40ms, 10).empty());
+  std::this_thread::sleep_for(60ms);
+  auto stolen = queue.reclaim("c2", 40ms, 10);
+  ASSERT_EQ(stolen.size(), 1u);
+  EXPECT_EQ(stolen[0].deliveries, 2u);
+  EXPECT_EQ(stolen[0].job_id, "j1");
+  // c1's next renewal reports the loss and leaves the entry with c2
+  EXPECT_EQ(queue.renew("t", "c1", {e}, 1000ms), std::vector<std::string>{e});
+  EXPECT_EQ(owner("t", e), "c2");
+}
+
+TEST_F(FaultLease, HandBackMakesEntriesClaimableAtOnce) {
+  queue.submit("t", "j1", "p");
+  auto got = queue.read_new("c1", {{"t", 1}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(queue.reclaim("c2", 60000ms, 10).empty());
+  EXPECT_TRUE(queue.hand_back("t", "c1", {got[0].entry_id}, 60000ms).empty());
+  auto taken = queue.reclaim("c2", 60000ms, 10);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].entry_id, got[0].entry_id);
+  EXPECT_EQ(queue.pending_of("c2").size(), 1u);
+  EXPECT_TRUE(queue.pending_of("c1").empty());
+}
+
+TEST_F(FaultLease, RetryAcksTheEntry) {
+  queue.submit("t", "j1", kjtest::binary("payload"), {"b1", 0});
+  auto got = queue.read_new("c1", {{"t", 1}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(queue.retry_later(got[0], "j1", 1, std::chrono::system_clock::now() + 200ms));
+  EXPECT_TRUE(queue.command({"XPENDING", Keys::jobs(0, "t"), Keys::kGroup, "-", "+", "10"}).empty());
+}
+
+TEST_F(FaultLease, RetryPromotion) {
+  queue.submit("t", "j1", kjtest::binary("payload"), {"b1", 0});
+  auto got = queue.read_new("c1", {{"t", 1}});
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_TRUE(queue.retry_later(got[0], "j1", 2, std::chrono::system_clock::now() + 150ms));
+  EXPECT_EQ(queue.promote_due(), 0u);  // not due yet
+  EXPECT_TRUE(queue.read_new("c1", {{"t", 1}}).empty());
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(queue.promote_due(), 1u);
+  auto again = queue.read_new("c1", {{"t", 1}});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].job_id, "j1");
+  EXPECT_EQ(again[0].attempt, 2u);
+  EXPECT_EQ(again[0].batch_id, "b1");
+  EXPECT_EQ(again[0].payload, kjtest::binary("payload"));
+}
+
+TEST_F(FaultLease, TrimByMinidNeverDropsPendingOrUndeliveredEntries) {
+  for (int i = 0; i < 6; ++i) queue.submit("t", "j" + std::to_string(i), "p");
+  auto got = queue.read_new("c1", {{"t", 3}});
+  ASSERT_EQ(got.size(), 3u);
+  // j0 and j2 done, j1 still running; j3..j5 never delivered
+  queue.complete(got[0], "j0", "r", "OK", 60s);
+  queue.complete(got[2], "j2", "r", "OK", 60s);
+  EXPECT_EQ(queue.trim(), 1u);  // only j0 (below the oldest pending, j1)
+  EXPECT_EQ(num({"XLEN", Keys::jobs(0, "t")}), 5);
+  queue.complete(got[1], "j1", "r", "OK", 60s);
+  EXPECT_EQ(queue.trim(), 1u);  // j1; j2 is the last delivered and stays as the marker
+  auto rest = queue.read_new("c1", {{"t", 10}});
+  EXPECT_EQ(rest.size(), 3u);  // nothing undelivered was lost
+}
+
+TEST_F(FaultLease, QuotaRefusesExplicitlyAndFreesOnCompletion) {
+  queue.set_quota("t", 2);
+  queue.submit("t", "j1", "p", {});
+  queue.submit("t", "j2", "p", {});
+  EXPECT_THROW(queue.submit("t", "j3", "p", {}), kjqueue::QueueFull);
+  EXPECT_FALSE(queue.submit("t", "j1", "p", {}).entry_id.empty());  // a duplicate is not refused
+  auto got = queue.read_new("c1", {{"t", 1}});
+  queue.complete(got[0], got[0].job_id, "r", "OK", 60s);
+  EXPECT_NO_THROW(queue.submit("t", "j3", "p", {}));
+  queue.set_quota("*", 0);
+  EXPECT_THROW(queue.submit("u", "x", "p", {}), kjqueue::QueueFull);
+  queue.set_quota("*", -1);
+  EXPECT_NO_THROW(queue.submit("u", "x", "p", {}));
+}
+
+TEST_F(FaultLease, BatchCountsAndOneCompletionEvent) {
+  for (int i = 0; i < 3; ++i) queue.submit("t", "j" + std::to_string(i), "p", {"step7", 3});
+  auto got = queue.read_new("c1", {{"t", 3}});
+  ASSERT_EQ(got.size(), 3u);
+  for (auto& d : got) queue.complete(d, d.job_id, "r", d.job_id == "j1" ? "INCORRECT" : "OK", 60s);
+  queue.complete(got[0], "j0", "r2", "OK", 60s);  // a second result: ignored, not counted
+  auto b = queue.batch_status("t", "step7");
+  EXPECT_EQ(b.submitted, 3u);
+  EXPECT_EQ(b.completed, 3u);
+  EXPECT_EQ(b.verdicts["OK"], 2u);
+  EXPECT_EQ(b.verdicts["INCORRECT"], 1u);
+  auto events = queue.command({"XRANGE", Keys::done(0, "t"), "-", "+"});
+  EXPECT_EQ(std::count(events.begin(), events.end(), std::optional<std::string>("batch_done")), 1);
+  EXPECT_EQ(one({"GET", Keys::queued(0, "t")}), "0");
+}
+
+TEST_F(FaultLease, DeadLetterThenRetry) {
+  queue.submit("t", "j1", "payload", {});
+  auto got = queue.read_new("c1", {{"t", 1}});
+  kjqueue::CompleteOptions dead;
+  dead.dead_reason = "max deliveries";
+  EXPECT_TRUE(queue.complete(got[0], "j1", "infra", "INFRA_ERROR", 60s, dead));
+  auto dl = queue.dead_letters("t", 10);
+  ASSERT_EQ(dl.size(), 1u);
+  EXPECT_EQ(dl[0].job_id, "j1");
+  EXPECT_EQ(dl[0].reason, "max deliveries");
+  EXPECT_TRUE(queue.get_result("t", "j1").has_value());
+  queue.retry_dead("t", dl[0].entry_id);
+  EXPECT_FALSE(queue.get_result("t", "j1").has_value());
+  EXPECT_TRUE(queue.dead_letters("t", 10).empty());
+  auto again = queue.read_new("c1", {{"t", 1}});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].payload, "payload");
+  EXPECT_EQ(one({"GET", Keys::queued(0, "t")}), "1");
+}
+
+TEST_F(FaultLease, CancelMarkers) {
+  queue.cancel_job("t", "j1", 60s);
+  queue.cancel_batch("t", "b1", 60s);
+  auto c = queue.cancelled({{"t", "j1", ""}, {"t", "j2", "b1"}, {"t", "j3", "b2"}, {"t", "", ""}});
+  EXPECT_EQ(c, (std::vector<bool>{true, true, false, false}));
+  EXPECT_TRUE(queue.batch_status("t", "b1").cancelled);
+}
+
+}  // namespace

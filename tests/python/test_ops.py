@@ -1,0 +1,185 @@
+"""Operations of the queue and kjudged against real processes: retries and dead letters, cancel
+(queued, running, by batch), deadlines, quotas through the CLI and the Python client, tenant ACL
+users, /metrics /livez /readyz, admin drain with hand-back, SIGHUP reload, stream trimming.
+"""
+
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+import redis
+
+from kjudge import keys
+from kjudge.client import Client, QueueError, QueueFull
+from kjudge.v1 import verdict_pb2
+
+from test_fault import BIN, Daemon, RedisProc, client_for, daemons, trivial, workdir  # noqa: F401 (fixtures)
+
+
+def cli(url, *args, check=True):
+    p = subprocess.run([str(BIN / "kjudge"), "--redis", url, *args], capture_output=True, text=True, timeout=60)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_infra_errors_retry_with_backoff_then_dead_letter(workdir, daemons):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    daemons.append(Daemon(r.url, workdir, "n", extra="max_deliveries = 3"))
+    job = trivial("bad-infra")
+    job.trivial.fail_infra = True
+    c.submit(job)
+    c.submit(trivial("fine"))
+    res = c.wait("t", "bad-infra", 30)
+    assert res.status == verdict_pb2.INFRA_ERROR and res.attempt == 3
+    assert c.wait("t", "fine", 30).status == verdict_pb2.OK
+    retries = daemons[0].events("job.retry")
+    assert [e["deliveries"] for e in retries] == [1, 2]
+    dead = json.loads(cli(r.url, "admin", "--json", "dead", "list", "--tenant", "t").stdout)
+    assert [d["job_id"] for d in dead] == ["bad-infra"]
+    assert "INFRA_ERROR on delivery 3" in dead[0]["reason"]
+    # retry from the dead-letter stream: it runs again (and dead-letters again)
+    cli(r.url, "admin", "dead", "retry", "--tenant", "t")
+    deadline = time.monotonic() + 30
+    while len(json.loads(cli(r.url, "admin", "--json", "dead", "list", "--tenant", "t").stdout)) != 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert "purged 1" in cli(r.url, "admin", "dead", "purge", "--tenant", "t").stdout
+    candidate_failure = trivial("candidate-fails", argv=("/bin/false",))
+    c.submit(candidate_failure)
+    res = c.wait("t", "candidate-fails", 30)
+    assert res.status == verdict_pb2.RUNTIME_ERROR and res.attempt == 1  # a result, never a retry
+
+
+def test_cancel_queued_running_and_by_batch_and_deadlines(workdir, daemons):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    d = Daemon(r.url, workdir, "n", workers=1)
+    daemons.append(d)
+    c.submit(trivial("long", argv=("/bin/sleep", "2")))
+    deadline = time.monotonic() + 10
+    while json.loads(cli(r.url, "admin", "--json", "job", "long", "--tenant", "t").stdout)["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.2)  # running now; everything below queues behind it
+    c.submit_many([trivial(f"b{i}", batch="step1") for i in range(5)], batch_size=5)
+    c.submit(trivial("queued"))
+    past = trivial("late")
+    past.deadline.FromSeconds(int(time.time()) - 10)
+    c.submit(past)
+    c.cancel("t", "long")
+    c.cancel("t", "queued")
+    cli(r.url, "cancel", "--batch", "step1", "--tenant", "t")
+    got = c.wait_many("t", ["long", "queued", "late"] + [f"b{i}" for i in range(5)], 30)
+    assert got["long"].status == verdict_pb2.CANCELLED and "while running" in got["long"].message
+    assert got["queued"].status == verdict_pb2.CANCELLED and "before it started" in got["queued"].message
+    assert got["late"].status == verdict_pb2.EXPIRED
+    assert all(got[f"b{i}"].status == verdict_pb2.CANCELLED for i in range(5))
+    assert c.wait_batch("t", "step1", 5)
+    st = c.batch_status("t", "step1")
+    assert st["submitted"] == st["completed"] == 5 and st["cancelled"] and st["verdicts"] == {"CANCELLED": 5}
+    assert json.loads(cli(r.url, "batch", "step1", "--tenant", "t", "--json").stdout)["completed"] == 5
+    job = json.loads(cli(r.url, "admin", "--json", "job", "late", "--tenant", "t").stdout)
+    assert job["state"] == "done" and job["verdict"] == "EXPIRED"
+
+
+def test_quota_is_an_explicit_error_in_cli_and_client(workdir):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    cli(r.url, "admin", "quota", "t", "2")
+    c.submit(trivial("q1"))
+    c.submit(trivial("q2"))
+    with pytest.raises(QueueFull, match="quota 2"):
+        c.submit(trivial("q3"))
+    with pytest.raises(QueueFull):
+        c.submit_many([trivial("q4")])
+    p = cli(r.url, "submit", "--trivial", "--tenant", "t", "--job-id", "q5", check=False)
+    assert p.returncode == 4 and "queue full" in p.stderr
+    cli(r.url, "admin", "quota", "t", "-1")
+    c.submit(trivial("q3"))
+
+
+def test_tenant_acl_users_submit_to_their_own_stream_and_read_only_their_results(workdir, daemons):
+    r = RedisProc(workdir)
+    client_for(r)
+    line = cli(r.url, "admin", "acl", "team-a", "--password", "pa").stdout
+    assert line.startswith("ACL SETUSER kj-team-a reset on >pa") and "%R~kj:{p0}:result:team-a:*" in line
+    cli(r.url, "admin", "acl", "team-a", "--password", "pa", "--apply")
+    cli(r.url, "admin", "acl", "team-b", "--password", "pb", "--apply")
+    daemons.append(Daemon(r.url, workdir, "n"))
+    sock = r.sock
+    a = Client(f"redis://kj-team-a:pa@localhost/0")  # placeholder, replaced below (unix socket + auth)
+    a._redis = redis.Redis(unix_socket_path=sock, username="kj-team-a", password="pa")
+    b = Client(r.url)
+    b._redis = redis.Redis(unix_socket_path=sock, username="kj-team-b", password="pb")
+    a.submit(trivial("a1", tenant="team-a"))
+    b.submit(trivial("b1", tenant="team-b"))
+    assert a.wait("team-a", "a1", 30).status == verdict_pb2.OK
+    assert b.wait("team-b", "b1", 30).status == verdict_pb2.OK
+    with pytest.raises(QueueError, match="(?i)noperm|permission"):
+        a.get_result("team-b", "b1")
+    with pytest.raises(QueueError, match="(?i)noperm|permission"):
+        a.submit(trivial("sneaky", tenant="team-b"))
+    with pytest.raises(QueueError, match="(?i)noperm|permission"):
+        a._call(a.redis.execute_command, "SET", keys.result(0, "team-a", "forged"), "x")
+    with pytest.raises(QueueError, match="(?i)noperm|permission"):
+        a._call(a.redis.execute_command, "DEL", keys.tenants(0))
+
+
+def test_metrics_health_drain_with_hand_back_reload_and_trim(workdir, daemons):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    port = free_port()
+    one = Daemon(r.url, workdir, "one", workers=1, extra=f"[metrics]\nport = {port}\n[tenants.t]\nweight = 2\n")
+    daemons.append(one)
+    base = f"http://127.0.0.1:{port}"
+    assert urllib.request.urlopen(base + "/livez").read() == b"ok\n"
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if urllib.request.urlopen(base + "/readyz").status == 200:
+                break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    ids = [f"m{i}" for i in range(6)]
+    c.submit_many([trivial(j, argv=("/bin/sleep", "0.5")) for j in ids])
+    time.sleep(0.3)
+    text = urllib.request.urlopen(base + "/metrics").read().decode()
+    for name in ("kjudge_queue_lag{tenant=\"t\"}", "kjudge_slots 1", "kjudge_slots_busy 1", "kjudge_stage_seconds_bucket",
+                 "kjudge_dead_letters_total", "kjudge_redeliveries_total", "kjudge_leases_lost_total"):
+        assert name in text, name
+    # SIGHUP: re-read (log level, weights, caps) and keep going
+    one.cfg.write_text(one.cfg.read_text().replace('weight = 2', 'weight = 5\nmax_running = 1'))
+    one.proc.send_signal(signal.SIGHUP)
+    # drain through Redis: it stops fetching, finishes its running job, exits 0; a second node
+    # takes everything else
+    cli(r.url, "admin", "drain", "one")
+    assert one.proc.wait(timeout=30) == 0
+    assert one.events("daemon.reloaded") and one.events("daemon.draining")
+    two = Daemon(r.url, workdir, "two", workers=2)
+    daemons.append(two)
+    got = c.wait_many("t", ids, 30)
+    assert all(v is not None and v.status == verdict_pb2.OK for v in got.values())
+    assert {v.worker.split("/")[0] for v in got.values()} == {"one", "two"}
+    nodes = json.loads(cli(r.url, "admin", "--json", "nodes").stdout)
+    assert [n["node"] for n in nodes] == ["two"]
+    # trimming by MINID: the stream shrinks to the last delivered entry once everything is acked
+    deadline = time.monotonic() + 10
+    while r.client().xlen(keys.jobs(0, "t")) > 1:
+        assert time.monotonic() < deadline, r.client().xlen(keys.jobs(0, "t"))
+        time.sleep(0.1)
+    queues = json.loads(cli(r.url, "admin", "--json", "queues").stdout)
+    assert queues[0]["tenant"] == "t" and queues[0]["waiting_for_result"] == 0 and queues[0]["pending"] == 0
