@@ -32,10 +32,14 @@ REDIS_SERVER = os.environ.get("KJUDGE_REDIS_SERVER", "/usr/bin/redis-server")
 LUA = ROOT / "queue" / "lua" / "kjudge.lua"
 
 
+_REDIS_PROCS = []  # killed by the workdir fixture
+
+
 class RedisProc:
     """A redis-server on a unix socket that can be killed and restarted on the same socket."""
 
     def __init__(self, d, aof=False):
+        _REDIS_PROCS.append(self)
         self.dir = d
         self.sock = os.path.join(d, "redis.sock")
         self.aof = aof
@@ -150,6 +154,10 @@ drain_timeout_ms = 20000
 def workdir():
     d = tempfile.mkdtemp(prefix="kjfault.", dir="/tmp")  # short: unix socket paths
     yield d
+    while _REDIS_PROCS:
+        p = _REDIS_PROCS.pop()
+        if p.proc is not None and p.proc.poll() is None:
+            p.kill()
     subprocess.run(["rm", "-rf", d])
 
 
