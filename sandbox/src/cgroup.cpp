@@ -165,7 +165,12 @@ const Hierarchy& hierarchy() {
 bool prepare_v2(const Hierarchy& h, std::string* error) {
   static bool done = false;
   if (done) return true;
-  const std::string want = "+memory +pids +cpu";
+  // Ask only for controllers the parent offers: enabling an absent one fails with ENOENT (seen on
+  // a GPU node whose cgroup offers memory and pids but not cpu).
+  const auto offered = read_text(h.v2_base + "/cgroup.controllers").value_or("");
+  std::string want;
+  for (const char* c : {"memory", "pids", "cpu"})
+    if (offered.find(c) != std::string::npos) want += std::string(want.empty() ? "+" : " +") + c;
   auto have = read_text(h.v2_base + "/cgroup.subtree_control").value_or("");
   auto enabled = [&](const std::string& sc) {
     return sc.find("memory") != std::string::npos && sc.find("pids") != std::string::npos;
