@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "common/log.h"
+#include "kjsandbox/policy.h"
 #include "pipeline/judge.h"
 #include "pipeline/validate.h"
 #include "pipeline/workspace.h"
@@ -96,6 +97,12 @@ Daemon::~Daemon() {
 
 int Daemon::run() {
   prepare_state_dir(cfg_.state_dir);
+  {
+    // job cgroups left by a crashed instance; on v2 this also sets up delegation to job cgroups
+    std::string cg_log;
+    const int removed = kjsandbox::cleanup_stale_cgroups(&cg_log);
+    log::info("sandbox.cgroups_cleaned", {{"removed", removed}, {"detail", cg_log}});
+  }
   loop_queue_ = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
   loop_queue_->load_functions();
   // A previous incarnation of this node (crash, SIGKILL) may have left entries pending on our
