@@ -96,6 +96,11 @@ class CudaLauncher final : public Launcher {
       drv_.check(drv_.DeviceGetAttribute(&l2, cu::kAttrL2CacheSize, dev), "cuDeviceGetAttribute(L2_CACHE_SIZE)");
       flush_bytes_ = std::max<std::size_t>(2 * static_cast<std::size_t>(l2), 8u << 20);
       drv_.check(drv_.MemAlloc(&flush_, flush_bytes_), fmt::format("cuMemAlloc(L2 flush, {} bytes)", flush_bytes_));
+      // Our own "no persisting L2" setting, as the driver reports it back (it may round 0 up to its
+      // granularity: an H200 reported a non-zero limit on every honest job before this).
+      drv_.check(drv_.CtxSetLimit(cu::kLimitPersistingL2CacheSize, 0), "cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE, 0)");
+      drv_.check(drv_.CtxGetLimit(&baseline_persisting_l2_, cu::kLimitPersistingL2CacheSize),
+                 "cuCtxGetLimit(PERSISTING_L2_CACHE_SIZE)");
     }
   }
 
@@ -165,7 +170,7 @@ class CudaLauncher final : public Launcher {
   void before_timed_call() override {
     if (!flush_) return;
     std::size_t limit = 0;
-    if (drv_.CtxGetLimit(&limit, cu::kLimitPersistingL2CacheSize) == 0 && limit > 0) {
+    if (drv_.CtxGetLimit(&limit, cu::kLimitPersistingL2CacheSize) == 0 && limit > baseline_persisting_l2_) {
       add_flag("persisting_l2_limit_set");
       drv_.check(drv_.CtxSetLimit(cu::kLimitPersistingL2CacheSize, 0), "cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE, 0)");
     }
@@ -202,6 +207,7 @@ class CudaLauncher final : public Launcher {
   cu::Event start_ = nullptr, stop_ = nullptr;
   cu::DevicePtr flush_ = 0;
   std::size_t flush_bytes_ = 0;
+  std::size_t baseline_persisting_l2_ = 0;  // the limit after our own reset to 0
   unsigned flush_value_ = 0;
   double flush_gbps_ = 0;
   std::vector<std::string> flags_;
