@@ -1,0 +1,42 @@
+"""python3 -m kjudge_harness <role> <request.json> <report.json>
+
+Roles: pch, build, oracle, candidate. The report is written even when the role fails (ok=false,
+the stage it reached, the error); a role that cannot write it was killed, and the daemon reads
+that from the sandbox's own report."""
+import sys
+
+from . import protocol
+
+
+def main(argv):
+    if len(argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    role, request_path, report_path = argv[1:]
+    report = {"ok": False, "role": role, "stage": "start"}
+    try:
+        request = protocol.read_request(request_path)
+        if role == "pch":
+            from . import pch as impl
+        elif role == "build":
+            from . import build as impl
+        elif role == "oracle":
+            from . import oracle as impl
+        elif role == "candidate":
+            from . import candidate as impl
+        else:
+            raise ValueError(f"unknown role '{role}'")
+        if role == "oracle":
+            report.update(impl.run(request))
+        else:
+            impl.run(request, report)
+    except BaseException as exc:  # noqa: BLE001 - everything the role raised goes into the report
+        report["ok"] = False
+        report["error"] = protocol.error_text(exc)
+        report["error_type"] = type(exc).__name__
+    protocol.write_report(report_path, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,44 @@
+"""Build role (compile sandbox: no GPU, no network): the static policy first, then the
+candidate module is imported with load_inline redirected so every extension is compiled into the
+job's build dir (or taken from the cache) and recorded in a manifest for the candidate role."""
+import json
+import os
+
+from . import extensions, static_policy
+from .module_loader import load_module
+
+
+def run(request, report):
+    with open(request["candidate_path"]) as f:
+        source = f.read()
+    report["stage"] = "static_policy"
+    policy = static_policy.check(source, request["backend"], request.get("policy_overrides") or {})
+    report["static_policy"] = policy
+    if policy.get("reject"):
+        report["ok"] = True  # the policy ran; the daemon turns its reject into the verdict
+        return report
+    report["stage"] = "build"
+    os.environ["TORCH_EXTENSIONS_DIR"] = request["ext_dir"]
+    os.environ.setdefault("MAX_JOBS", str(request.get("max_jobs", 2)))
+    if request.get("arch_list"):
+        os.environ["TORCH_CUDA_ARCH_LIST"] = request["arch_list"]
+    hooks = extensions.BuildHooks(request["ext_dir"], request.get("cache_dir"), request.get("pch_dir"),
+                                  request["backend"], request.get("arch_list", ""))
+    extensions.install(hooks)
+    cand = load_module(request["candidate_path"], "candidate")
+    if not hasattr(cand, "ModelNew"):
+        raise AttributeError("the candidate module defines no ModelNew")
+    # Extensions built in ModelNew.__init__ are only seen when it runs: try it on the CPU (no GPU
+    # here); a failure is not the candidate's fault at this stage, only a missed prebuild.
+    if request.get("reference_path"):
+        try:
+            ref = load_module(request["reference_path"], "reference", request.get("size_overrides"))
+            cand.ModelNew(*ref.get_init_inputs())
+        except Exception as exc:  # noqa: BLE001
+            report["init_probe"] = f"{type(exc).__name__}: {exc}"[:500]
+    report["extensions"] = hooks.records
+    with open(request["manifest_path"], "w") as f:
+        json.dump(hooks.records, f)
+    report["ok"] = True
+    report["stage"] = "done"
+    return report

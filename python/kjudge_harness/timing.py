@@ -1,0 +1,160 @@
+"""Timing by the engine's rules (design §5 step 7): warm-up; before every timed call an L2 flush
+(>= 2x the device's L2) and a persisting-L2 reset; device-wide synchronisation; CUDA events on
+the GPU, perf_counter on the CPU; an adaptive number of trials (stop when the 95% interval of the
+median is within the target, or the budget ends); a rotating pool of input sets, each call's
+inputs perturbed; audited calls whose outputs go to the daemon; one byte per loop event to the
+daemon's clock FIFO. Compat mode is KernelBench's loop: 3 warm-ups, 100 event-timed trials on the
+current stream, no flush."""
+import ctypes
+import math
+import os
+import time
+
+import torch
+
+from . import inputs as kin
+
+_perf_ns = time.perf_counter_ns  # bound before candidate code runs
+
+
+class Clock:
+    """The daemon's clock: single-byte writes to a FIFO (atomic); absent path = no-op."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK) if path else None
+
+    def mark(self, ch):
+        if self.fd is not None:
+            try:
+                os.write(self.fd, ch)
+            except OSError:
+                pass
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+def median_rel_ci(xs):
+    """Half-width of the 95% distribution-free CI of the median, relative to the median."""
+    n = len(xs)
+    if n < 5:
+        return math.inf
+    s = sorted(xs)
+    half = 1.96 * math.sqrt(n) / 2
+    lo, hi = max(0, int(math.floor(n / 2 - half))), min(n - 1, int(math.ceil(n / 2 + half)))
+    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return (s[hi] - s[lo]) / 2 / med if med > 0 else math.inf
+
+
+class DeviceTimer:
+    def __init__(self, device, l2_flush):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self.flush_buf = None
+        self.reset_l2 = None
+        self.flags = []
+        if self.cuda and l2_flush:
+            props = torch.cuda.get_device_properties(device)
+            l2 = getattr(props, "L2_cache_size", 0) or (50 << 20)
+            self.flush_buf = torch.empty(2 * l2, dtype=torch.uint8, device=device)
+            try:
+                lib = ctypes.CDLL("libcuda.so.1")
+                self.reset_l2 = lib.cuCtxResetPersistingL2Cache
+            except (OSError, AttributeError):
+                self.flags.append("persisting_l2_reset_unavailable")
+        self.method = "cuda_events" if self.cuda else "perf_counter"
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+    def before_call(self):
+        if self.flush_buf is not None:
+            self.flush_buf.zero_()
+            if self.reset_l2 is not None:
+                self.reset_l2()
+        self.sync()
+
+    def call(self, fn, args):
+        """(result, event ms, host wall ms launch..device-wide sync)."""
+        if self.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            w0 = _perf_ns()
+            start.record()
+            out = fn(*args)
+            end.record()
+            torch.cuda.synchronize(self.device)
+            wall = (_perf_ns() - w0) / 1e6
+            return out, start.elapsed_time(end), wall
+        w0 = _perf_ns()
+        out = fn(*args)
+        wall = (_perf_ns() - w0) / 1e6
+        return out, wall, wall
+
+
+def strict_loop(fn, pool, cfg, device, on_audit=None, clock_path=None):
+    """pool: list of argument lists (already on the device). cfg: the request's timing dict.
+    Returns the report's timing section."""
+    timer = DeviceTimer(device, cfg.get("l2_flush", True))
+    seed = int(cfg.get("perturb_seed", 0))
+    audits = set(cfg.get("audit_calls", []))
+    for i in range(int(cfg.get("warmup", 3))):
+        fn(*pool[i % len(pool)])
+    timer.sync()
+    max_trials = max(1, int(cfg.get("max_trials", 100)))
+    min_trials = min(max_trials, max(1, int(cfg.get("min_trials", 10))))
+    target = float(cfg.get("target_rel_ci", 0.01))
+    budget_ms = float(cfg.get("budget_ms", 0))
+    clock = Clock(clock_path)
+    trial_ms, wall_ms, trial_set = [], [], []
+    stop = "max_trials"
+    t0 = _perf_ns()
+    clock.mark(b"S")
+    for i in range(max_trials):
+        k = i % len(pool)
+        undo = kin.perturb(pool[k], seed, i) if seed else []
+        timer.before_call()
+        out, ms, wall = timer.call(fn, pool[k])
+        clock.mark(b"T")
+        if i in audits and on_audit is not None:
+            on_audit(i, out)
+        kin.restore(undo)
+        del out
+        trial_ms.append(ms)
+        wall_ms.append(wall)
+        trial_set.append(k)
+        n = i + 1
+        if n >= min_trials and n >= 5 and target > 0 and median_rel_ci(trial_ms) <= target:
+            stop = "ci"
+            break
+        if budget_ms > 0 and n >= min_trials and (_perf_ns() - t0) / 1e6 > budget_ms:
+            stop = "budget"
+            break
+    clock.mark(b"E")
+    clock.close()
+    return {"trial_ms": trial_ms, "trial_wall_ms": wall_ms, "trial_set": trial_set, "method": timer.method,
+            "stop_reason": stop, "flags": timer.flags}
+
+
+def round3(x):
+    return float(f"{x:.3g}")
+
+
+def kernelbench_loop(fn, args, device, trials=100, warmup=3):
+    """KernelBench's time_execution_with_cuda_event: warm-ups with a sync after each, then per
+    trial two events on the current stream around the call and a device sync."""
+    timer = DeviceTimer(device, False)
+    for _ in range(warmup):
+        fn(*args)
+        timer.sync()
+    times = []
+    for _ in range(trials):
+        _, ms, _ = timer.call(fn, args)
+        times.append(ms)
+    n = len(times)
+    mean = sum(times) / n
+    std = math.sqrt(sum((t - mean) ** 2 for t in times) / n)
+    stats = {"mean": round3(mean), "std": round3(std), "min": round3(min(times)), "max": round3(max(times)),
+             "num_trials": n}
+    return {"trial_ms": times, "method": timer.method, "kernelbench_stats": stats, "stop_reason": "compat"}
