@@ -9,6 +9,16 @@ from .module_loader import load_module
 
 
 def run(request, report):
+    if request.get("completion_path"):
+        # A raw model answer: take the right fenced block, or fail the way a compile error does.
+        from .extract import extract_code
+        with open(request["completion_path"]) as f:
+            code, message = extract_code(f.read())
+        report["extraction"] = message
+        if code is None:
+            raise SyntaxError(f"no candidate code: {message}")
+        with open(request["candidate_path"], "w") as f:
+            f.write(code)
     with open(request["candidate_path"]) as f:
         source = f.read()
     report["stage"] = "static_policy"

@@ -134,8 +134,8 @@ def _short(q):
 
 def _bare_strings(tree):
     """ids of the nodes of string statements that do nothing (docstrings, commented-out code)."""
-    return {id(x) for n in ast.walk(tree)
-            if isinstance(n, ast.Expr) and isinstance(n.value, (ast.Constant, ast.JoinedStr)) for x in ast.walk(n.value)}
+    return {id(x) for n in ast.walk(tree) if isinstance(n, ast.Expr)
+            and isinstance(n.value, (ast.Constant, ast.JoinedStr)) for x in ast.walk(n.value)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,7 +153,6 @@ class Candidate:
         self.nodes = list(ast.walk(tree))
         self.aliases = {}        # name -> set of dotted names it may stand for
         self.imports = []        # (line, dotted name) of everything imported
-        self.imported_roots = set()
         self.star_modules = []   # from X import *
         self.relative_imports = []
         self.defs = set()        # names bound by def/class/parameters (shadow builtins)
@@ -172,8 +171,9 @@ class Candidate:
     def _collect_bindings(self):
         for n in self.nodes:
             if isinstance(n, ast.Import):
-                for a in n.names:
-                    self._import(n.lineno, a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0], a.name)
+                for a in n.names:  # import a.b binds a; import a.b as x binds x to a.b
+                    top = a.name.split(".")[0]
+                    self._import(n.lineno, a.asname or top, a.name if a.asname else top, a.name)
             elif isinstance(n, ast.ImportFrom):
                 mod = "." * n.level + (n.module or "")
                 if n.level:
@@ -182,7 +182,6 @@ class Candidate:
                     if a.name == "*":
                         self.star_modules.append(mod)
                         self.imports.append((n.lineno, mod))
-                        self.imported_roots.add(mod.split(".")[0])
                     else:
                         full = mod + "." + a.name if mod and not mod.endswith(".") else mod + a.name
                         self._import(n.lineno, a.asname or a.name, full, full)
@@ -200,7 +199,6 @@ class Candidate:
     def _import(self, line, name, target, module):
         self.aliases.setdefault(name, set()).add(target)
         self.imports.append((line, module))
-        self.imported_roots.add(module.split(".")[0])
         self.bound.add(name)
 
     def _alias_pairs(self):
@@ -291,9 +289,13 @@ class Candidate:
             return out
         return set()
 
-    def is_module(self, q):
-        """q is an imported module, something in one, or the builtins."""
-        return not q.startswith(LOCAL) and q.split(".")[0] in (self.imported_roots | {"builtins", "__builtins__"})
+    @staticmethod
+    def is_module(q):
+        """q is not the candidate's own: an imported module (by statement or __import__), the
+        builtins module, or something in one. (A plain builtin such as `input` is not: a
+        variable of that name is the candidate's.)"""
+        root = q.split(".")[0]
+        return not q.startswith(LOCAL) and q != "<globals>" and (root == "__builtins__" or root not in BUILTIN_NAMES)
 
     # -- what the candidate refers to
 
@@ -353,19 +355,21 @@ class Candidate:
             cls = self.classes.get(alias.id)
         return cls, alias
 
-    def bases_of(self, cls):
-        """Dotted names of cls's bases, following the candidate's own classes transitively."""
-        seen, todo, out = set(), [cls], []
+    def own_classes(self, cls):
+        """cls and the candidate's own classes it derives from, nearest first."""
+        out, todo = [], [cls]
         while todo:
-            c = todo.pop()
-            if id(c) in seen:
+            k = todo.pop(0)
+            if k in out:
                 continue
-            seen.add(id(c))
-            for b in c.bases:
-                if isinstance(b, ast.Name) and b.id in self.classes and not self.aliases.get(b.id):
-                    todo.append(self.classes[b.id])
-                out += [_canon(q) for q in self.resolve(b)]
+            out.append(k)
+            todo += [self.classes[b.id] for b in k.bases
+                     if isinstance(b, ast.Name) and b.id in self.classes and not self.aliases.get(b.id)]
         return out
+
+    def bases_of(self, cls):
+        """Dotted names of the bases of cls and of the candidate's own classes it derives from."""
+        return [_canon(q) for k in self.own_classes(cls) for b in k.bases for q in self.resolve(b)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,6 +402,12 @@ DYNAMIC_MODULES = ("importlib", "marshal", "runpy", "code", "codeop", "pickle", 
 ESCAPE_ATTRS = ("__globals__", "__code__", "__subclasses__", "__builtins__", "__loader__", "__closure__")
 
 
+def _decodes(node):
+    """node decodes something on the way (base64, codecs, zlib, hex): a hidden payload."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and re.search(r"decode|decompress|fromhex|unhexlify", n.func.attr) for n in ast.walk(node))
+
+
 @detector("dynamic_exec")
 def _dynamic_exec(c):
     # Code built at run time is code this check never saw.
@@ -411,9 +421,7 @@ def _dynamic_exec(c):
             hits.append((line, f"accesses the builtins ({q})"))
     for call, funcs in c.calls:
         funcs = {_canon(q) for q in funcs}
-        if funcs & {"exec", "eval"} and any(isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
-                                            and re.search(r"decode|decompress|fromhex|unhexlify", a.func.attr)
-                                            for arg in call.args for a in ast.walk(arg)):
+        if funcs & {"exec", "eval"} and any(_decodes(arg) for arg in call.args):
             hits.append((call.lineno, "executes a decoded payload"))
         if "getattr" in funcs and len(call.args) >= 2 and const_str(call.args[1]) is None \
                 and any(c.is_module(q) for q in c.resolve(call.args[0])):
@@ -453,12 +461,24 @@ FRAME_ATTRS = ("f_back", "f_locals", "f_globals", "f_builtins", "tb_frame", "gi_
 def _frame_introspection(c):
     # Frames and the object graph lead to the harness's locals (expected digests, timers).
     hits = [(line, f"uses {q}") for line, q in c.refs_under(FRAME_NAMES)]
-    hits += [(n.lineno, f"accesses .{n.attr}") for n in c.nodes if isinstance(n, ast.Attribute) and n.attr in FRAME_ATTRS]
+    hits += [(n.lineno, f"accesses .{n.attr}") for n in c.nodes
+             if isinstance(n, ast.Attribute) and n.attr in FRAME_ATTRS]
     return hits
 
 
 def _global_config(q):
     return _matches(q, ("torch.backends",))
+
+
+def _attribute_writes(c):
+    """(line, object expression, attribute, how) for every `obj.attr = / += / del` in the code."""
+    for n in c.nodes:
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
+            how = "deletes" if isinstance(n, ast.Delete) else "assigns"
+            for t in (x for t in targets for x in _targets(t)):
+                if isinstance(t, ast.Attribute):
+                    yield n.lineno, t.value, t.attr, how
 
 
 @detector("timer_patch")
@@ -473,13 +493,8 @@ def _timer_patch(c):
             if c.is_module(q) and not _global_config(q):
                 hits.append((line, f"{how} {_canon(q)}.{attr}"))
 
-    for n in c.nodes:
-        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
-            how = "deletes" if isinstance(n, ast.Delete) else "assigns"
-            for t in (x for t in targets for x in _targets(t)):
-                if isinstance(t, ast.Attribute):
-                    patched(t.value, t.attr, n.lineno, how)
+    for line, obj, attr, how in _attribute_writes(c):
+        patched(obj, attr, line, how)
     for call, funcs in c.calls:
         funcs = {_canon(q) for q in funcs}
         setter = funcs & {"setattr", "delattr"} or {q for q in funcs if q.endswith((".__setattr__", ".__delattr__"))}
@@ -533,22 +548,23 @@ def _tensor_subclass(c):
 
 
 def _is_model(q):
+    q = q[len(LOCAL):] if q.startswith(LOCAL) else q  # the candidate's own copy of Model counts too
     return q == "Model" or q.endswith(".Model")
 
 
 @detector("inherits_reference")
 def _inherits_reference(c):
     # ModelNew(Model) inherits the reference's forward: torch computes, not the candidate.
-    if c.model_new is not None and any(_is_model(b) for b in c.bases_of(c.model_new)):
-        return [(c.model_new.lineno, "ModelNew derives from the reference class Model")]
     alias = c.model_new_alias
-    if alias is not None and c.model_new is None:
+    if alias is not None:
         if any(_is_model(_canon(q)) for q in c.resolve(alias)):
             return [(alias.lineno, "ModelNew is the reference class Model")]
         if isinstance(alias, ast.Call) and "type" in c.resolve(alias.func) and len(alias.args) >= 2 \
                 and isinstance(alias.args[1], ast.Tuple) \
                 and any(_is_model(_canon(q)) for e in alias.args[1].elts for q in c.resolve(e)):
             return [(alias.lineno, "ModelNew is built by type() on top of Model")]
+    if c.model_new is not None and any(_is_model(b) for b in c.bases_of(c.model_new)):
+        return [(c.model_new.lineno, "ModelNew derives from the reference class Model")]
     return []
 
 
@@ -663,12 +679,9 @@ def _precision_cast(c):
 
 @detector("torch_global_config")
 def _torch_global_config(c):
-    hits = []
-    for n in c.nodes:
-        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            for t in (x for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for x in _targets(t)):
-                if isinstance(t, ast.Attribute) and any(_global_config(q) for q in c.resolve(t.value)):
-                    hits.append((n.lineno, f"sets {next(iter(c.resolve(t.value)))}.{t.attr}"))
+    # Not a patch of torch's code, but it changes how torch's own ops compute (allow_tf32).
+    hits = [(line, f"{how} {q}.{attr}") for line, obj, attr, how in _attribute_writes(c)
+            for q in c.resolve(obj) if _global_config(q)]
     hits += [(call.lineno, f"calls {q}") for call, funcs in c.calls for q in funcs
              if q in ("torch.set_float32_matmul_precision", "torch.set_flush_denormal")]
     return hits
@@ -677,10 +690,9 @@ def _torch_global_config(c):
 def _forward_functions(c):
     """ModelNew.forward and what it calls: methods on self, module-level functions and
     autograd.Function.apply (its forward). Triton kernels are kernel code, not torch."""
-    methods = {}
-    for base in reversed([c.model_new] + [c.classes[b] for b in (x.id for x in c.model_new.bases
-                                                                  if isinstance(x, ast.Name)) if b in c.classes]):
-        methods.update({s.name: s for s in base.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    methods = {}  # the candidate's own base classes first, so that ModelNew's methods override
+    for cls in reversed(c.own_classes(c.model_new)):
+        methods.update({s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))})
     kernels = {id(f) for f in _triton_kernels(c)}
     todo, seen = [methods["forward"]] if "forward" in methods else [], []
     while todo:
@@ -692,15 +704,14 @@ def _forward_functions(c):
             if not isinstance(n, ast.Call):
                 continue
             fn = n.func
-            if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "self" \
-                    and fn.attr in methods:
+            if _is_self_attr(fn) and fn.attr in methods:
                 todo.append(methods[fn.attr])
             elif isinstance(fn, ast.Name) and fn.id in c.functions:
                 todo.append(c.functions[fn.id])
             elif isinstance(fn, ast.Attribute) and fn.attr == "apply" and isinstance(fn.value, ast.Name) \
                     and fn.value.id in c.classes:
-                todo += [s for s in c.classes[fn.value.id].body
-                         if isinstance(s, ast.FunctionDef) and s.name in ("forward", "backward")][:1]
+                body = c.classes[fn.value.id].body
+                todo += [s for s in body if isinstance(s, ast.FunctionDef) and s.name == "forward"]
     return seen, methods
 
 
@@ -725,23 +736,42 @@ def _extension_objects(c):
     return ext
 
 
-def _is_dtype_move(c, call):
-    args = list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]
-    return any(q.startswith("torch.") and q.split(".")[-1] in _TORCH_DTYPES for a in args for q in c.resolve(a))
-
-
 _TORCH_DTYPES = {"float", "float32", "float64", "double", "float16", "half", "bfloat16", "int", "int8", "int16",
                  "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "float8_e4m3fn",
                  "float8_e5m2"}
 
 
-def _torch_op(c, q):
+def _is_dtype_move(c, call):
+    args = list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]
+    return any(q.startswith("torch.") and q.split(".")[-1] in _TORCH_DTYPES for a in args for q in c.resolve(a))
+
+
+def _torch_op(q):
     """q names a torch function that computes (not plumbing)."""
     if not q.startswith("torch.") or _matches(q, PLUMBING_NAMESPACES):
         return False
     if q.startswith("torch.ops.") and not _matches(q, COMPUTE_OP_NAMESPACES):
         return False  # the candidate's own registered ops (TORCH_LIBRARY)
     return q.split(".")[-1] not in PLUMBING
+
+
+def _is_self_attr(node):
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _torch_submodules(c, methods):
+    """{attr: torch class} for self.attr = torch.nn.<Module>(...) in any method (self.conv = nn.Conv2d(...)):
+    calling self.attr(x) in forward runs torch's layer."""
+    out = {}
+    for f in methods.values():
+        for n in ast.walk(f):
+            if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)):
+                continue
+            kinds = [q for q in c.resolve(n.value.func) if q.startswith("torch.nn.")
+                     and q.split(".")[-1][:1].isupper()
+                     and q.split(".")[-1] not in ("Parameter", "ParameterList", "ParameterDict", "Buffer")]
+            out.update({t.attr: kinds[0] for t in n.targets if kinds and _is_self_attr(t)})
+    return out
 
 
 @detector("torch_compute_in_forward")
@@ -752,15 +782,7 @@ def _torch_compute_in_forward(c):
         return []
     funcs, methods = _forward_functions(c)
     ext = _extension_objects(c)
-    nn_modules = {}  # self.conv = nn.Conv2d(...) in any method
-    for f in methods.values():
-        for n in ast.walk(f):
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
-                kinds = [q for q in c.resolve(n.value.func) if q.startswith("torch.nn.") and q.split(".")[-1][:1].isupper()
-                         and q.split(".")[-1] not in ("Parameter", "ParameterList", "ParameterDict", "Buffer")]
-                for t in n.targets:
-                    if kinds and isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        nn_modules[t.attr] = kinds[0]
+    nn_modules = _torch_submodules(c, methods)
     ops = []
     for f in funcs:
         for n in ast.walk(f):
@@ -769,11 +791,10 @@ def _torch_compute_in_forward(c):
             if not isinstance(n, ast.Call):
                 continue
             fn, quals = n.func, {_canon(q) for q in c.resolve(n.func)}
-            torch_ops = sorted(q for q in quals if _torch_op(c, q))
+            torch_ops = sorted(q for q in quals if _torch_op(q))
             if torch_ops:
                 ops.append((n.lineno, _short(torch_ops[0])))
-            elif isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "self" \
-                    and fn.attr in nn_modules:
+            elif _is_self_attr(fn) and fn.attr in nn_modules:
                 ops.append((n.lineno, f"self.{fn.attr} ({nn_modules[fn.attr]})"))
             elif isinstance(fn, ast.Attribute) and not quals & ext and not c.resolve(fn.value) & ext \
                     and not any(c.is_module(q) for q in quals):
@@ -784,7 +805,7 @@ def _torch_compute_in_forward(c):
     if not ops:
         return []
     names = list(dict.fromkeys(op for _, op in ops))
-    return [(ops[0][0], "ModelNew.forward computes with torch: " + ", ".join(names[:12])
+    return [(min(line for line, _ in ops), "ModelNew.forward computes with torch: " + ", ".join(names[:12])
              + (f" (+{len(names) - 12} more)" if len(names) > 12 else ""))]
 
 
@@ -823,6 +844,19 @@ def _severities(overrides):
     return sev
 
 
+def _run_detectors(cand, sev):
+    findings = []
+    for rid, rule in RULES.items():
+        if rid not in DETECTORS:
+            continue
+        hits = sorted(set(DETECTORS[rid](cand)))
+        if hits:
+            msgs = list(dict.fromkeys(m for _, m in hits))
+            message = "; ".join(msgs[:8]) + (f"; (+{len(msgs) - 8} more)" if len(msgs) > 8 else "")
+            findings.append(_finding(rule, sev[rid], hits[0][0], message))
+    return findings
+
+
 def check(source, backend, overrides=None):
     """Statically check a candidate. Returns {"version", "findings", "reject"}: one finding per
     rule that fired (first line, messages joined), in rule-table order; "reject" is the first
@@ -836,17 +870,12 @@ def check(source, backend, overrides=None):
     except SyntaxError as e:  # nothing else can be checked
         findings.append(_finding(RULES["syntax_error"], sev["syntax_error"], e.lineno or 0,
                                  f"syntax error at line {e.lineno}: {e.msg}"))
-    except ValueError as e:  # e.g. NUL bytes in the source
-        findings.append(_finding(RULES["syntax_error"], sev["syntax_error"], 0, f"unparsable source: {e}"))
+    except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
+        findings.append(_finding(RULES["syntax_error"], sev["syntax_error"], 0, f"unparsable source: {e!r}"))
     else:
-        cand = Candidate(tree, backend)
-        for rid, rule in RULES.items():
-            if rid not in DETECTORS:
-                continue
-            hits = sorted(set(DETECTORS[rid](cand)))
-            if hits:
-                msgs = list(dict.fromkeys(m for _, m in hits))
-                message = "; ".join(msgs[:8]) + (f"; (+{len(msgs) - 8} more)" if len(msgs) > 8 else "")
-                findings.append(_finding(rule, sev[rid], hits[0][0], message))
+        try:
+            findings += _run_detectors(Candidate(tree, backend), sev)
+        except RecursionError:  # nesting the analysis cannot follow: no honest kernel needs it
+            findings = [_finding(RULES["syntax_error"], sev["syntax_error"], 0, "source too deeply nested to check")]
     reject = next((f for f in findings if f["severity"] == "reject"), None)
     return {"version": VERSION, "findings": findings, "reject": reject}

@@ -109,6 +109,21 @@ void apply(const toml::table& root, Config& c) {
     if (port < 0 || port > 65535) throw std::runtime_error("metrics.port must be in 0..65535");
     c.metrics.port = static_cast<int>(port);
   }
+  if (auto k = root["kernelbench"].as_table()) {
+    std::string s;
+    take(*k, "python", s);
+    if (!s.empty()) c.kernelbench.python = s;
+    s.clear();
+    take(*k, "harness_dir", s);
+    if (!s.empty()) c.kernelbench.harness_dir = s;
+    s.clear();
+    take(*k, "cache_dir", s);
+    if (!s.empty()) c.kernelbench.cache_dir = s;
+    take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
+    take(*k, "precompiled_header", c.kernelbench.precompiled_header);
+    take_u32(*k, "compile_wall_ms", c.kernelbench.compile_wall_ms);
+    take_u32(*k, "run_wall_ms", c.kernelbench.run_wall_ms);
+  }
   if (auto l = root["limits"].as_table()) {
     take_u32(*l, "compile_wall_ms", c.limits.compile_wall_ms);
     take_u32(*l, "run_wall_ms", c.limits.run_wall_ms);
@@ -148,6 +163,12 @@ Config load_config(const std::optional<std::filesystem::path>& file) {
     }
   }
   if (c.runner_path.empty()) c.runner_path = self_dir() / "kjudge-runner";
+  if (c.kernelbench.harness_dir.empty()) {
+    // Installed: <prefix>/share/kjudge/python next to <prefix>/bin; a build tree: the sources.
+    const auto installed = self_dir().parent_path() / "share" / "kjudge" / "python";
+    c.kernelbench.harness_dir = std::filesystem::exists(installed / "kjudge_harness") ? installed
+                                                                                     : std::filesystem::path(KJUDGE_SOURCE_DIR) / "python";
+  }
   return c;
 }
 

@@ -58,6 +58,17 @@ struct MetricsConfig {
   int port = 0;                        // 0 = no HTTP endpoint
 };
 
+// KernelBench-format jobs: the in-sandbox Python harness and its caches (design §5, §11).
+struct KernelBenchConfig {
+  std::filesystem::path python = "/usr/bin/python3";  // the system's python3 with torch
+  std::filesystem::path harness_dir;  // holds kjudge_harness/; default: the source tree's python/
+  std::filesystem::path cache_dir;    // torch extension builds + precompiled headers; empty = <state>/cache
+  std::string cuda_arch_list;         // TORCH_CUDA_ARCH_LIST for builds; empty = ask nvidia-smi once
+  bool precompiled_header = true;     // build torch/extension.h once per node and torch version
+  std::uint32_t compile_wall_ms = 240'000;  // a load_inline build compiles torch headers: slow
+  std::uint32_t run_wall_ms = 120'000;
+};
+
 struct Config {
   std::string node;                        // defaults to the host name
   std::filesystem::path state_dir = "/var/lib/kjudge";
@@ -73,6 +84,7 @@ struct Config {
   LimitsConfig limits;
   QueueConfig queue;
   MetricsConfig metrics;
+  KernelBenchConfig kernelbench;
 };
 
 // Throws std::runtime_error with the file and the offending key on bad input.

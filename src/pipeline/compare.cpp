@@ -44,14 +44,14 @@ v1::TensorComparison compare_tensor(v1::DType dtype, std::span<const std::byte> 
     const double e = dtype_load(dtype, expected.data(), i);
     if (std::isfinite(e)) scale = std::max(scale, std::abs(e));
   }
-  const double abs_floor = tol.atol * scale;
+  const double abs_floor = tol.scale_aware ? tol.atol * scale : tol.atol;
   std::uint64_t bad = 0, nan_bad = 0;
   double max_abs = 0, max_rel = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double e = dtype_load(dtype, expected.data(), i), a = dtype_load(dtype, actual.data(), i);
     bool ok;
     if (std::isnan(e) || std::isnan(a)) {
-      ok = std::isnan(e) && std::isnan(a);
+      ok = tol.nan_equal && std::isnan(e) && std::isnan(a);
       if (!ok && std::isnan(a)) ++nan_bad;
     } else if (std::isinf(e) || std::isinf(a)) {
       ok = e == a;

@@ -13,6 +13,8 @@ namespace kj {
 struct Tolerance {
   double atol;  // scaled by max(1, max |expected|): a scale-aware absolute floor
   double rtol;
+  bool scale_aware = true;  // false: torch.allclose's |a - e| <= atol + rtol * |e| exactly
+  bool nan_equal = true;    // false: any NaN is a mismatch (torch.allclose's default)
 };
 
 // Default tolerance per element type (integers compare exactly).

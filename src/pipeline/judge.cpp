@@ -10,6 +10,7 @@
 #include "kjsandbox/sandbox.h"
 #include "pipeline/workspace.h"
 #include "pipeline/feedback.h"
+#include "pipeline/kernelbench_pipeline.h"
 #include "pipeline/native_pipeline.h"
 #include "pipeline/reward.h"
 #include "pipeline/validate.h"
@@ -148,7 +149,10 @@ v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
   r.set_turn_index(job.turn().turn_index());
   std::string detail;
   try {
-    judge_native(job, ctx, r, detail);
+    if (job.task_case() == v1::Job::kKernelbench)
+      judge_kernelbench(job, ctx, r, detail);
+    else
+      judge_native(job, ctx, r, detail);
   } catch (const std::exception& e) {
     log::error("pipeline.exception", {{"job_id", job.job_id()}, {"what", e.what()}});
     r.set_status(v1::INFRA_ERROR);

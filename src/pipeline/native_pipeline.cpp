@@ -14,6 +14,7 @@
 #include "pipeline/dtype.h"
 #include "pipeline/engine_checks.h"
 #include "pipeline/inputs.h"
+#include "pipeline/pipeline_util.h"
 #include "pipeline/sha256.h"
 #include "pipeline/stats.h"
 #include "pipeline/steps.h"
@@ -27,47 +28,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::size_t kLogLimit = 16 * 1024;
 constexpr unsigned kDefaultWarmup = 3, kDefaultMaxTrials = 100, kDefaultMinTrials = 10, kDefaultSets = 4;
 constexpr unsigned kTimingPoolExtra = 3;  // extra declared-distribution sets the timed loop rotates through
 constexpr unsigned kAudits = 4;
 constexpr double kTargetRelCi = 0.01;
-
-class StageClock {
- public:
-  explicit StageClock(v1::Result& r) : r_(r) {}
-  void start(v1::Stage s) {
-    stop();
-    stage_ = s;
-    r_.set_stage_reached(s);
-    t0_ = std::chrono::steady_clock::now();
-  }
-  void stop() {
-    if (stage_ == v1::STAGE_UNSPECIFIED) return;
-    auto* st = r_.add_stages();
-    st->set_stage(stage_);
-    st->set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
-    stage_ = v1::STAGE_UNSPECIFIED;
-  }
-  ~StageClock() { stop(); }
-
- private:
-  v1::Result& r_;
-  v1::Stage stage_ = v1::STAGE_UNSPECIFIED;
-  std::chrono::steady_clock::time_point t0_;
-};
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string truncate_log(const std::string& log, bool& truncated) {
-  truncated = log.size() > kLogLimit;
-  return truncated ? log.substr(0, kLogLimit) + "\n[... log truncated by kjudge ...]\n" : log;
-}
-
-std::string tail(const std::string& s, std::size_t n) { return s.size() > n ? "..." + s.substr(s.size() - n) : s; }
 
 struct Side {
   const char* name;

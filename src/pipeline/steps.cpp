@@ -45,54 +45,57 @@ StepOutcome run_runner(const Config& cfg, const fs::path& job_dir, const fs::pat
   return step;
 }
 
-StepOutcome run_runner_clocked(const Config& cfg, const fs::path& job_dir, const fs::path& inputs_dir,
-                               const kjudge::v1::RunnerRequest& request, std::uint32_t wall_ms,
-                               std::uint64_t output_bytes, const std::string& device_profile,
-                               const std::string& fifo_name, std::vector<ClockMark>& marks) {
-  const fs::path fifo = job_dir / fifo_name;
-  fs::remove(fifo);
-  if (::mkfifo(fifo.c_str(), 0622) != 0 || ::chmod(fifo.c_str(), 0622) != 0)
-    throw std::runtime_error("mkfifo " + fifo.string() + " failed");
-  // Opened before the sandbox starts (non-blocking, so no writer is needed yet): the runner's open
-  // for writing then succeeds at once.
-  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error("cannot open " + fifo.string());
-  std::atomic<bool> done{false};
-  std::vector<ClockMark> got;
-  std::thread reader([&] {
+ClockReader::ClockReader(const fs::path& fifo) : fifo_(fifo) {
+  fs::remove(fifo_);
+  if (::mkfifo(fifo_.c_str(), 0622) != 0 || ::chmod(fifo_.c_str(), 0622) != 0)
+    throw std::runtime_error("mkfifo " + fifo_.string() + " failed");
+  // Non-blocking, so no writer is needed yet.
+  fd_ = ::open(fifo_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) throw std::runtime_error("cannot open " + fifo_.string());
+  reader_ = std::thread([this] {
     char buf[256];
     for (;;) {
-      pollfd p{fd, POLLIN, 0};
+      pollfd p{fd_, POLLIN, 0};
       const int ready = ::poll(&p, 1, 10);
       if (ready > 0 && (p.revents & POLLIN)) {
-        const ssize_t n = ::read(fd, buf, sizeof(buf));
+        const ssize_t n = ::read(fd_, buf, sizeof(buf));
         const auto now = std::chrono::steady_clock::now();
-        for (ssize_t i = 0; i < n; ++i) got.push_back({buf[i], now});
+        for (ssize_t i = 0; i < n; ++i) got_.push_back({buf[i], now});
         if (n > 0) continue;
       }
-      if (done.load()) {
-        const ssize_t n = ::read(fd, buf, sizeof(buf));  // whatever is left
+      if (done_.load()) {
+        const ssize_t n = ::read(fd_, buf, sizeof(buf));  // whatever is left
         const auto now = std::chrono::steady_clock::now();
-        for (ssize_t i = 0; i < n; ++i) got.push_back({buf[i], now});
+        for (ssize_t i = 0; i < n; ++i) got_.push_back({buf[i], now});
         return;
       }
       if (ready > 0 && !(p.revents & POLLIN)) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // POLLHUP
     }
   });
-  StepOutcome step;
-  try {
-    step = run_runner(cfg, job_dir, inputs_dir, request, wall_ms, output_bytes, device_profile);
-  } catch (...) {
-    done = true;
-    reader.join();
-    ::close(fd);
-    throw;
+}
+
+std::vector<ClockMark> ClockReader::finish() {
+  if (reader_.joinable()) {
+    done_ = true;
+    reader_.join();
   }
-  done = true;
-  reader.join();
-  ::close(fd);
-  fs::remove(fifo);
-  marks = std::move(got);
+  return std::move(got_);
+}
+
+ClockReader::~ClockReader() {
+  finish();
+  if (fd_ >= 0) ::close(fd_);
+  std::error_code ec;
+  fs::remove(fifo_, ec);
+}
+
+StepOutcome run_runner_clocked(const Config& cfg, const fs::path& job_dir, const fs::path& inputs_dir,
+                               const kjudge::v1::RunnerRequest& request, std::uint32_t wall_ms,
+                               std::uint64_t output_bytes, const std::string& device_profile,
+                               const std::string& fifo_name, std::vector<ClockMark>& marks) {
+  ClockReader reader(job_dir / fifo_name);
+  StepOutcome step = run_runner(cfg, job_dir, inputs_dir, request, wall_ms, output_bytes, device_profile);
+  marks = reader.finish();
   return step;
 }
 

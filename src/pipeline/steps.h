@@ -1,7 +1,9 @@
 // Sandboxed steps of the native pipeline: run a compiler, run kjudge-runner.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -27,6 +29,25 @@ StepOutcome run_runner(const Config& cfg, const std::filesystem::path& job_dir, 
 struct ClockMark {
   char event;
   std::chrono::steady_clock::time_point at;
+};
+
+// The daemon's end of a clock FIFO: created and opened at construction (before the sandbox
+// starts, so the writer's open succeeds at once), read by a thread that timestamps each byte.
+class ClockReader {
+ public:
+  explicit ClockReader(const std::filesystem::path& fifo);
+  ~ClockReader();
+  ClockReader(const ClockReader&) = delete;
+  ClockReader& operator=(const ClockReader&) = delete;
+  // Stops the thread after draining what is left; returns the marks in arrival order.
+  std::vector<ClockMark> finish();
+
+ private:
+  std::filesystem::path fifo_;
+  int fd_ = -1;
+  std::atomic<bool> done_{false};
+  std::vector<ClockMark> got_;
+  std::thread reader_;
 };
 
 // run_runner with a clock FIFO at job_dir/<fifo_name> (request.clock_path must name it as seen

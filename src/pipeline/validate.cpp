@@ -78,6 +78,23 @@ std::optional<InvalidJob> check_native(const v1::NativeTask& t) {
   return check_args(t);
 }
 
+std::optional<InvalidJob> check_kernelbench(const v1::KernelBenchTask& t) {
+  static const std::regex constant("[A-Za-z_][A-Za-z0-9_]{0,63}");
+  if (t.reference_py().empty()) return InvalidJob{"kernelbench.reference_py is empty (it must define Model, get_inputs, get_init_inputs)"};
+  if (t.candidate_case() == v1::KernelBenchTask::CANDIDATE_NOT_SET ||
+      (t.candidate_case() == v1::KernelBenchTask::kModelNewPy && t.model_new_py().empty()) ||
+      (t.candidate_case() == v1::KernelBenchTask::kCompletion && t.completion().empty()))
+    return InvalidJob{"kernelbench needs a candidate: model_new_py or completion"};
+  if (t.backend() == v1::BACKEND_HIP || t.backend() == v1::BACKEND_MUSA)
+    return InvalidJob{fmt::format("backend {} is defined but not supported by this node", v1::Backend_Name(t.backend()))};
+  if (t.size_overrides_size() > 32) return InvalidJob{"at most 32 size_overrides"};
+  for (const auto& [name, value] : t.size_overrides()) {
+    if (!std::regex_match(name, constant)) return InvalidJob{fmt::format("size override '{}' is not a Python identifier", name)};
+    if (value <= 0 || value > (1ll << 40)) return InvalidJob{fmt::format("size override {}={} is out of range", name, value)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<InvalidJob> validate_job(const v1::Job& job, const LimitsConfig& limits) {
@@ -92,7 +109,7 @@ std::optional<InvalidJob> validate_job(const v1::Job& job, const LimitsConfig& l
   if (job.options().timing().max_trials() > 10000) return InvalidJob{"options.timing.max_trials must be at most 10000"};
   switch (job.task_case()) {
     case v1::Job::kNative: return check_native(job.native());
-    case v1::Job::kKernelbench: return InvalidJob{"kernelbench tasks are not supported by this version yet"};
+    case v1::Job::kKernelbench: return check_kernelbench(job.kernelbench());
     default: return InvalidJob{"job has no task (set 'native' or 'kernelbench')"};
   }
 }

@@ -97,4 +97,76 @@ Decision decide_correctness(const google::protobuf::RepeatedPtrField<v1::Correct
   return {v1::OK, "correct on every input set"};
 }
 
+namespace {
+
+// The last line of a Python traceback says what went wrong; the full text goes to feedback.
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  const auto nl = t.rfind('\n');
+  std::string line = nl == std::string::npos ? t : t.substr(nl + 1);
+  return line.size() > 400 ? line.substr(0, 400) + "..." : line;
+}
+
+v1::CheatClass cheat_class_named(const std::string& name) {
+  static const std::pair<const char*, v1::CheatClass> names[] = {
+      {"stream", v1::CHEAT_STREAM},         {"deferred", v1::CHEAT_DEFERRED},     {"lazy_output", v1::CHEAT_LAZY_OUTPUT},
+      {"timer_patch", v1::CHEAT_TIMER_PATCH}, {"forgery", v1::CHEAT_FORGERY},     {"tamper", v1::CHEAT_TAMPER},
+      {"interference", v1::CHEAT_INTERFERENCE}, {"memoization", v1::CHEAT_MEMOIZATION}};
+  for (const auto& [n, c] : names)
+    if (name == n) return c;
+  return v1::CHEAT_TAMPER;
+}
+
+}  // namespace
+
+std::optional<Decision> decide_harness(const kjsandbox::Report& s, const nlohmann::json* report, Party who, bool build,
+                                       std::uint32_t wall_limit_ms) {
+  if (s.outcome != Outcome::Exited || s.exit_code != 0 || !report) {
+    const StepOutcome step{s, std::nullopt};
+    auto d = build ? decide_build(step, who) : decide_run(step, who, wall_limit_ms);
+    if (d) return d;
+    return blame(who, build ? v1::COMPILE_ERROR : v1::RUNTIME_ERROR,
+                 fmt::format("{} exited without a report", party_name(who)));
+  }
+  if (report->value("ok", false)) return std::nullopt;
+  const std::string error = report->value("error", std::string("no error text"));
+  const std::string stage = report->value("stage", std::string("?"));
+  if (build) return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who), last_line(error)));
+  if (error.find("CUDA error") != std::string::npos || error.find("illegal memory access") != std::string::npos)
+    return blame(who, v1::RUNTIME_ERROR, fmt::format("{} hit a CUDA fault ({}): {}", party_name(who), stage, last_line(error)));
+  return blame(who, v1::RUNTIME_ERROR, fmt::format("{} failed ({}): {}", party_name(who), stage, last_line(error)));
+}
+
+std::optional<Decision> decide_static_policy(const nlohmann::json& policy, v1::Result& result) {
+  const auto it = policy.find("reject");
+  if (it == policy.end() || !it->is_object()) return std::nullopt;
+  const auto& f = *it;
+  const std::string verdict = f.value("verdict", std::string("CHEAT"));
+  v1::Verdict v = v1::CHEAT;
+  if (!v1::Verdict_Parse(verdict, &v) || v == v1::OK || v == v1::VERDICT_UNSPECIFIED) v = v1::CHEAT;
+  if (v == v1::CHEAT) result.set_cheat_class(cheat_class_named(f.value("cheat_class", std::string("tamper"))));
+  return Decision{v, fmt::format("static policy rule '{}' (line {}): {}", f.value("rule", std::string("?")),
+                                 f.value("line", 0), f.value("message", std::string()))};
+}
+
+std::optional<Decision> decide_legality(const LegalityTrace& trace, const LegalityClass& cls, bool libraries_allowed) {
+  if (!trace.tracer_ok)
+    return Decision{v1::UNVERIFIABLE, "the legality trace could not be trusted: " + trace.tracer_problem};
+  if (!cls.forbidden_ops.empty()) {
+    std::string ops;
+    for (std::size_t i = 0; i < cls.forbidden_ops.size() && i < 6; ++i) ops += (i ? ", " : "") + cls.forbidden_ops[i];
+    return Decision{v1::FALLBACK, "framework compute ran inside ModelNew.forward: " + ops};
+  }
+  if (cls.library_kernels > 0 && !libraries_allowed)
+    return Decision{v1::FALLBACK, fmt::format("library kernels ran ({}): this task asks for custom kernels",
+                                              cls.library_kernel_names.empty() ? "" : cls.library_kernel_names[0])};
+  const bool custom = trace.profiled_kernels ? (cls.custom_kernels > 0 || cls.custom_ops > 0)
+                                             : (trace.ext_calls > 0 || cls.custom_ops > 0);
+  if (!custom)
+    return Decision{v1::DECOY, trace.profiled_kernels ? "no custom kernel ran during ModelNew.forward"
+                                                      : "ModelNew.forward never called the candidate's own extension"};
+  return std::nullopt;
+}
+
 }  // namespace kj

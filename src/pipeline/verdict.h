@@ -8,7 +8,10 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "kjsandbox/report.h"
+#include "pipeline/kernelbench_legality.h"
 #include "kjudge/v1/result.pb.h"
 #include "kjudge/v1/runner.pb.h"
 
@@ -39,5 +42,21 @@ std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint
 Decision decide_correctness(const google::protobuf::RepeatedPtrField<kjudge::v1::CorrectnessSet>& sets);
 
 std::string signal_name(int sig);
+
+// --- KernelBench-format jobs (the Python harness's roles; see kernelbench_pipeline.cpp) ---
+
+// A harness role's end: the sandbox's report, then the role's own JSON report (ok/stage/error).
+// nullopt: the role ran to the end. `build`: failures are COMPILE_ERROR rather than RUNTIME_ERROR.
+std::optional<Decision> decide_harness(const kjsandbox::Report& sandbox, const nlohmann::json* report, Party who,
+                                       bool build, std::uint32_t wall_limit_ms);
+
+// The static policy's first reject finding (python/kjudge_harness/static_policy.py); sets the
+// cheat class on `result` when the rule names one.
+std::optional<Decision> decide_static_policy(const nlohmann::json& policy, kjudge::v1::Result& result);
+
+// The legality trace, classified (kernelbench_legality.h). Precedence: a broken tracer
+// (UNVERIFIABLE, fail closed) > framework compute (FALLBACK) > library kernels when the task does
+// not allow them (FALLBACK) > no custom work at all (DECOY).
+std::optional<Decision> decide_legality(const LegalityTrace& trace, const LegalityClass& cls, bool libraries_allowed);
 
 }  // namespace kj

@@ -1,0 +1,45 @@
+#include "pipeline/harness_step.h"
+
+#include <fstream>
+
+#include "kjsandbox/sandbox.h"
+#include "pipeline/pipeline_util.h"
+#include "pipeline/sandbox_profiles.h"
+
+namespace kj {
+namespace fs = std::filesystem;
+
+HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
+  const fs::path req = run.job_dir / (run.role + "_request.json");
+  const fs::path rep = run.job_dir / (run.role + "_report.json");
+  {
+    std::ofstream out(req, std::ios::trunc);
+    out << run.request.dump();
+  }
+  fs::remove(rep);
+  std::vector<std::string> argv = {cfg.kernelbench.python.string(), "-s", "-m", "kjudge_harness", run.role,
+                                   "/job/" + req.filename().string(), "/job/" + rep.filename().string()};
+  kjsandbox::Policy p = run.slot == SlotKind::Compile
+                            ? compile_policy(cfg, run.job_dir, std::move(argv), run.wall_ms)
+                            : run_policy(cfg, run.job_dir, "", std::move(argv), run.wall_ms, run.output_bytes,
+                                         run.device_profile);
+  // torch maps far more address space than it uses; memory is capped by the cgroup instead.
+  p.rlimits.address_space_bytes.reset();
+  if (run.file_size_bytes) p.rlimits.file_size_bytes = run.file_size_bytes;
+  p.output_limit_bytes = run.output_bytes;
+  p.binds.push_back({cfg.kernelbench.harness_dir.string(), kHarnessInSandbox, false});
+  for (const auto& b : run.binds) p.binds.push_back(b);
+  p.env["PYTHONPATH"] = kHarnessInSandbox;
+  p.env["PYTHONDONTWRITEBYTECODE"] = "1";
+  p.env["TORCH_EXTENSIONS_DIR"] = "/tmp/torch_extensions";
+  p.env["TRITON_CACHE_DIR"] = "/tmp/triton";
+  p.env["OMP_NUM_THREADS"] = "1";  // a CPU task's timing must not depend on the node's core count
+  HarnessStep step{kjsandbox::run(p), std::nullopt};
+  if (step.sandbox.outcome == kjsandbox::Outcome::Exited && fs::exists(rep)) {
+    auto parsed = nlohmann::json::parse(read_file(rep), nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object()) step.report = std::move(parsed);
+  }
+  return step;
+}
+
+}  // namespace kj

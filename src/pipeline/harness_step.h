@@ -1,0 +1,42 @@
+// Runs one role of the Python harness (python/kjudge_harness) in a sandbox: the request as JSON
+// in the party's /job, the report read back as JSON. The report is the sandboxed side's word:
+// parsed, never trusted beyond its fields, and only read when the process exited normally.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/config.h"
+#include "kjsandbox/policy.h"
+#include "kjsandbox/report.h"
+
+namespace kj {
+
+inline constexpr const char* kHarnessInSandbox = "/opt/kjudge/python";
+
+struct HarnessStep {
+  kjsandbox::Report sandbox;
+  std::optional<nlohmann::json> report;
+};
+
+enum class SlotKind { Compile, Run };
+
+struct HarnessRun {
+  std::string role;                                // pch, build, oracle, candidate
+  SlotKind slot = SlotKind::Compile;
+  std::filesystem::path job_dir;                   // the party dir, /job inside
+  nlohmann::json request;
+  std::uint32_t wall_ms = 60'000;
+  std::uint64_t output_bytes = 1 << 20;
+  std::string device_profile;                      // run slots: "nvidia-cuda" or "" (CPU)
+  std::vector<kjsandbox::BindMount> binds;         // extra read-only binds (inputs, builds, caches)
+  std::uint64_t file_size_bytes = 0;               // 0 = the sandbox default
+};
+
+HarnessStep run_harness(const Config& cfg, const HarnessRun& run);
+
+}  // namespace kj

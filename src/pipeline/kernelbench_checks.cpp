@@ -1,0 +1,190 @@
+#include "pipeline/kernelbench_checks.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "pipeline/pipeline_util.h"
+
+namespace kj {
+namespace v1 = kjudge::v1;
+namespace fs = std::filesystem;
+
+namespace {
+
+void add_flag(v1::Result& r, const std::string& f) {
+  for (const auto& have : r.legality().flags())
+    if (have == f) return;
+  r.mutable_legality()->add_flags(f);
+}
+
+Decision cheat(v1::Result& r, v1::CheatClass c, std::string message) {
+  r.set_cheat_class(c);
+  return {v1::CHEAT, std::move(message)};
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::vector<double> doubles(const nlohmann::json& j, const char* key) {
+  std::vector<double> out;
+  if (j.contains(key) && j[key].is_array())
+    for (const auto& x : j[key])
+      if (x.is_number()) out.push_back(x.get<double>());
+  return out;
+}
+
+}  // namespace
+
+v1::DType dtype_from_torch_name(const std::string& n) {
+  static const std::pair<const char*, v1::DType> names[] = {
+      {"float32", v1::F32}, {"float64", v1::F64}, {"float16", v1::F16}, {"bfloat16", v1::BF16}, {"int8", v1::I8},
+      {"int16", v1::I16},   {"int32", v1::I32},   {"int64", v1::I64},   {"uint8", v1::U8},      {"bool", v1::BOOL}};
+  for (const auto& [name, d] : names)
+    if (n == name) return d;
+  return v1::DTYPE_UNSPECIFIED;
+}
+
+v1::TensorComparison compare_described(const nlohmann::json& expected, const fs::path& expected_file,
+                                       const nlohmann::json& actual, const fs::path& actual_file, const Tolerance& tol) {
+  v1::TensorComparison c;
+  c.set_arg("output");
+  c.set_first_mismatch_index(-1);
+  const std::string edt = expected.value("dtype", ""), adt = actual.value("dtype", "");
+  if (!actual.contains("shape") || actual["shape"] != expected["shape"]) {
+    c.set_problem(fmt::format("output shape {} differs from the reference's {}",
+                              actual.contains("shape") ? actual["shape"].dump() : "(none)", expected["shape"].dump()));
+    return c;
+  }
+  if (edt != adt) {
+    c.set_problem(fmt::format("output dtype {} differs from the reference's {}", adt, edt));
+    return c;
+  }
+  const v1::DType dt = dtype_from_torch_name(edt);
+  const std::string e = read_file(expected_file), a = read_file(actual_file);
+  c = compare_tensor(dt, std::as_bytes(std::span(e.data(), e.size())), std::as_bytes(std::span(a.data(), a.size())), tol);
+  c.set_arg("output");
+  return c;
+}
+
+std::optional<Decision> check_before_compare(const KernelBenchFacts& f, v1::Result& r) {
+  const auto& c = *f.candidate;
+  if (c.contains("guards_changed") && c["guards_changed"].is_array() && !c["guards_changed"].empty()) {
+    add_flag(r, "harness_patched");
+    return cheat(r, v1::CHEAT_TIMER_PATCH,
+                 "the candidate replaced functions the judge relies on: " + c["guards_changed"].dump());
+  }
+  for (const auto& o : c.value("outputs", nlohmann::json::array())) {
+    const std::string type = o.value("type", "");
+    if (type != "torch.Tensor") {
+      add_flag(r, "output_not_plain_tensor");
+      return cheat(r, v1::CHEAT_LAZY_OUTPUT, fmt::format("forward returned a {}, not a plain torch.Tensor", type));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<double> loop_span(const std::vector<ClockMark>& marks, std::size_t calls) {
+  const auto s = std::find_if(marks.begin(), marks.end(), [](const ClockMark& m) { return m.event == 'S'; });
+  const auto e = std::find_if(marks.begin(), marks.end(), [](const ClockMark& m) { return m.event == 'E'; });
+  if (s == marks.end() || e == marks.end() || e < s) return std::nullopt;
+  const auto t = static_cast<std::size_t>(std::count_if(s, e, [](const ClockMark& m) { return m.event == 'T'; }));
+  if (t != calls) return std::nullopt;
+  return std::chrono::duration<double, std::milli>(e->at - s->at).count();
+}
+
+std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Result& r) {
+  const auto& c = *f.candidate;
+  // 1. Inputs are read-only.
+  const auto mutated = c.value("inputs_mutated", nlohmann::json::array());
+  const auto flags = c.value("flags", nlohmann::json::array());
+  const bool mutated_timing = std::find(flags.begin(), flags.end(), "inputs_mutated_during_timing") != flags.end();
+  if (!mutated.empty() || mutated_timing) {
+    r.mutable_legality()->set_inputs_mutated(true);
+    add_flag(r, "inputs_mutated");
+    return cheat(r, v1::CHEAT_TAMPER, fmt::format("forward modified its inputs ({}); inputs are read-only",
+                                                  mutated.empty() ? std::string("timed calls") : mutated.dump()));
+  }
+  // 2. Threads the candidate started and left running.
+  const int py_threads = c.value("python_threads_started", 0);
+  const int before = c.value("threads_before", -1), after = c.value("threads_after", -1);
+  const int left = std::max(py_threads, before > 0 && after > 0 ? after - before : 0);
+  r.mutable_legality()->set_threads_left(left);
+  if (left > 0) {
+    add_flag(r, "threads_left_behind");
+    return cheat(r, v1::CHEAT_DEFERRED,
+                 fmt::format("{} thread(s) started by the candidate were still running after its last call", left));
+  }
+  for (const auto& b : c.value("built_at_run", nlohmann::json::array())) add_flag(r, "extension_built_at_run_time");
+  if (!f.timed || !c.contains("timing")) return std::nullopt;
+  const auto& t = c["timing"];
+  if (t.value("stop_reason", "") == "compat") return std::nullopt;  // KernelBench's loop: no engine checks
+
+  // 3. Audited timed calls (inputs perturbed per call): full outputs against the oracle's.
+  const auto trial_ms = doubles(t, "trial_ms"), wall_ms = doubles(t, "trial_wall_ms");
+  unsigned audits = 0;
+  for (const auto& call_j : f.oracle->value("audits", nlohmann::json::array())) {
+    const int call = call_j.get<int>();
+    if (call >= static_cast<int>(trial_ms.size())) continue;
+    const fs::path got = f.audit_dir / fmt::format("audit{}.bin", call);
+    const fs::path want = f.expected_dir / fmt::format("audit{}.bin", call);
+    ++audits;
+    const auto& expected_desc = f.oracle->at("sets").at(0).at("expected");
+    v1::TensorComparison cmp;
+    if (fs::exists(got)) cmp = compare_described(expected_desc, want, expected_desc, got, f.tol);
+    if (!fs::exists(got) || !cmp.passed()) {
+      add_flag(r, "audit_failed");
+      return cheat(r, v1::CHEAT_MEMOIZATION,
+                   fmt::format("timed call {} returned wrong outputs for its inputs (the correctness calls were "
+                               "right): results reused across calls",
+                               call));
+    }
+  }
+  r.mutable_performance()->set_audits(audits);
+
+  // 4. The daemon's clock over the loop against the in-process figures.
+  double in_sum = 0;
+  for (double x : trial_ms) in_sum += x;
+  auto* perf = r.mutable_performance();
+  perf->set_inprocess_sum_ms(in_sum);
+  const auto span = loop_span(*f.marks, trial_ms.size());
+  if (!span) {
+    add_flag(r, "clock_marks_inconsistent");
+    return Decision{v1::SUSPICIOUS, "the timed loop's marks on the daemon's clock are missing or forged"};
+  }
+  perf->set_outside_wall_ms(*span);
+  const double n = static_cast<double>(trial_ms.size());
+  const double bound = (in_sum + n * f.overhead_per_call_ms) * 1.5 + 5.0 + 0.05 * n;
+  perf->set_outside_bound_ms(bound);
+  if (*span > bound) {
+    add_flag(r, "outside_clock_disagrees");
+    return Decision{v1::SUSPICIOUS, fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the candidate's "
+                                                "process reported {:.2f} ms of calls (+ harness overhead): time is "
+                                                "being spent outside the measured region",
+                                                *span, in_sum)};
+  }
+  if (in_sum > *span * 1.05 + 1.0) {
+    add_flag(r, "inprocess_exceeds_outside");
+    return Decision{v1::SUSPICIOUS, "the reported call times exceed the daemon's own clock (forged report?)"};
+  }
+  // 5. Device work outside the timed stream: host wall (launch .. device-wide sync) against the
+  // events, beyond what the clean process's harness overhead explains.
+  if (t.value("method", "") == "cuda_events") {
+    const double ev = median_of(trial_ms), wall = median_of(wall_ms);
+    if (wall > 2.0 * ev + 1.5 * f.clean_wall_minus_event_ms + 0.05) {
+      add_flag(r, "work_outside_events");
+      return cheat(r, v1::CHEAT_STREAM,
+                   fmt::format("each call kept the device busy {:.3f} ms but only {:.3f} ms were on the timed stream: "
+                               "work on a side stream or deferred past the timer",
+                               wall, ev));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace kj

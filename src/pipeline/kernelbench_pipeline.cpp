@@ -1,0 +1,458 @@
+#include "pipeline/kernelbench_pipeline.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "common/log.h"
+#include "pipeline/engine_checks.h"
+#include "pipeline/harness_step.h"
+#include "pipeline/inputs.h"
+#include "pipeline/kernelbench_checks.h"
+#include "pipeline/kernelbench_legality.h"
+#include "pipeline/pipeline_util.h"
+#include "pipeline/sha256.h"
+#include "pipeline/stats.h"
+#include "pipeline/workspace.h"
+
+namespace kj {
+namespace v1 = kjudge::v1;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr unsigned kDefaultWarmup = 3, kDefaultMaxTrials = 100, kDefaultMinTrials = 10, kAudits = 3;
+
+const char* backend_name(v1::Backend b) {
+  switch (b) {
+    case v1::BACKEND_TRITON: return "triton";
+    case v1::BACKEND_CPU: return "cpu";
+    case v1::BACKEND_HIP: return "hip";
+    case v1::BACKEND_MUSA: return "musa";
+    default: return "cuda";
+  }
+}
+
+const char* precision_name(v1::Precision p) {
+  switch (p) {
+    case v1::FP16: return "fp16";
+    case v1::BF16_PRECISION: return "bf16";
+    default: return "fp32";
+  }
+}
+
+fs::path cache_root(const Config& cfg) {
+  return cfg.kernelbench.cache_dir.empty() ? cfg.state_dir / "cache" : cfg.kernelbench.cache_dir;
+}
+
+// Directories under the cache that sandboxes may enter by exact name but not list (0711): a
+// candidate learns nothing about other jobs' builds unless it already knows their sources.
+fs::path private_dir(const fs::path& p) {
+  fs::create_directories(p);
+  ::chmod(p.c_str(), 0711);
+  return p;
+}
+
+std::uint64_t secret_u63() { return secret_seed()[0] >> 1; }
+
+// TORCH_CUDA_ARCH_LIST for builds: the config's, else the GPU's compute capability (asked once).
+std::string cuda_arch_list(const Config& cfg) {
+  if (!cfg.kernelbench.cuda_arch_list.empty()) return cfg.kernelbench.cuda_arch_list;
+  static std::once_flag once;
+  static std::string detected;
+  std::call_once(once, [] {
+    if (FILE* p = ::popen("nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null", "r")) {
+      std::array<char, 64> buf{};
+      if (std::fgets(buf.data(), buf.size(), p)) detected = buf.data();
+      ::pclose(p);
+    }
+    while (!detected.empty() && (detected.back() == '\n' || detected.back() == ' ')) detected.pop_back();
+  });
+  return detected;
+}
+
+// The precompiled torch/extension.h for C++ builds, made once per cache dir and torch install
+// (a compile-sandbox step of its own). Empty path when disabled or when making it failed: builds
+// are then just slower.
+fs::path ensure_pch(const Config& cfg, bool with_cuda) {
+  if (!cfg.kernelbench.precompiled_header) return {};
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  const fs::path dir = private_dir(cache_root(cfg) / "torch-pch") / (with_cuda ? "cuda" : "cpu");
+  if (fs::exists(dir / "pch" / "torch" / "extension.h.gch")) return dir / "pch";
+  if (fs::exists(dir.string() + ".failed")) return {};
+  const fs::path work = dir.string() + fmt::format(".tmp{}", ::getpid());
+  fs::remove_all(work);
+  fs::create_directories(work);
+  ::chown(work.c_str(), sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid));
+  HarnessRun run;
+  run.role = "pch";
+  run.job_dir = work;
+  run.request = {{"pch_out", "/job"}, {"with_cuda", with_cuda}};
+  run.wall_ms = 600'000;
+  run.file_size_bytes = 4ull << 30;
+  const auto step = run_harness(cfg, run);
+  if (step.sandbox.outcome == kjsandbox::Outcome::Exited && step.report && step.report->value("ok", false)) {
+    fs::remove_all(work / "probe");
+    fs::remove(work / "pch_request.json");
+    fs::remove(work / "pch_report.json");
+    std::error_code ec;
+    fs::rename(work, dir, ec);
+    if (!ec) {
+      log::info("kernelbench.pch_ready", {{"dir", dir.string()}});
+      return dir / "pch";
+    }
+  }
+  log::warn("kernelbench.pch_failed", {{"stderr", tail(step.sandbox.stderr_data, 500)},
+                                       {"error", step.report ? step.report->value("error", "") : "no report"}});
+  fs::remove_all(work);
+  std::ofstream(dir.string() + ".failed") << "delete this file to retry\n";
+  return {};
+}
+
+// Fresh builds move into the cache (content-addressed by the harness's key); the manifest the
+// candidate gets names only cache paths, each bound read-only into its sandbox.
+json publish_builds(const json& records, const fs::path& build_dir, const fs::path& ext_cache,
+                    std::vector<kjsandbox::BindMount>& binds) {
+  json out = json::array();
+  for (const auto& rec : records) {
+    const std::string key = rec.value("key", ""), so = rec.value("so", "");
+    if (key.size() != 32 || key.find_first_not_of("0123456789abcdef") != std::string::npos || so.empty()) continue;
+    const fs::path so_name = fs::path(so).filename();
+    const fs::path dst = ext_cache / key;
+    if (!rec.value("cache_hit", false) && !fs::exists(dst)) {
+      const fs::path src = build_dir / "ext" / key;
+      const fs::path tmp = dst.string() + fmt::format(".tmp{}", ::getpid()) + random_suffix();
+      std::error_code ec;
+      fs::copy(src, tmp, fs::copy_options::recursive, ec);
+      if (!ec) fs::rename(tmp, dst, ec);
+      if (ec) fs::remove_all(tmp);
+    }
+    if (!fs::exists(dst / so_name)) continue;
+    const std::string in_sandbox = "/ext/" + key;
+    binds.push_back({dst.string(), in_sandbox, false});
+    out.push_back({{"key", key}, {"name", rec.value("name", "")}, {"so", in_sandbox + "/" + so_name.string()}});
+  }
+  return out;
+}
+
+v1::TimingStats stats_of(const json& timing) {
+  std::vector<double> ms;
+  for (const auto& x : timing.value("trial_ms", json::array())) ms.push_back(x.get<double>());
+  v1::TimingStats s = timing_stats(ms, timing.value("method", ""));
+  if (!ms.empty()) s.set_max_ms(*std::max_element(ms.begin(), ms.end()));
+  if (timing.contains("kernelbench_stats")) {  // KernelBench's rounding (3 significant figures)
+    const auto& k = timing["kernelbench_stats"];
+    s.set_mean_ms(k.value("mean", 0.0));
+    s.set_std_ms(k.value("std", 0.0));
+    s.set_min_ms(k.value("min", 0.0));
+    s.set_max_ms(k.value("max", 0.0));
+  }
+  return s;
+}
+
+// Per-call harness overhead outside the timed region, and the clean wall-minus-event gap, from
+// the oracle's baseline loop (a process that never ran candidate code).
+void clean_overheads(const json& timing, const std::vector<ClockMark>& marks, double& per_call, double& wall_gap) {
+  std::vector<double> ms, wall;
+  for (const auto& x : timing.value("trial_ms", json::array())) ms.push_back(x.get<double>());
+  for (const auto& x : timing.value("trial_wall_ms", json::array())) wall.push_back(x.get<double>());
+  double sum = 0;
+  for (double x : ms) sum += x;
+  if (auto span = loop_span(marks, ms.size()); span && !ms.empty()) per_call = std::max(0.0, (*span - sum) / ms.size());
+  if (!ms.empty() && ms.size() == wall.size()) {
+    std::vector<double> gap;
+    for (std::size_t i = 0; i < ms.size(); ++i) gap.push_back(wall[i] - ms[i]);
+    std::sort(gap.begin(), gap.end());
+    wall_gap = std::max(0.0, gap[gap.size() / 2]);
+  }
+}
+
+}  // namespace
+
+void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
+  const auto& task = job.kernelbench();
+  const auto& cfg = ctx.config;
+  const bool compat = job.options().strictness() == v1::COMPAT_KERNELBENCH;
+  const std::string backend = backend_name(task.backend());
+  const bool gpu = backend != "cpu";
+  const std::uint32_t compile_ms =
+      job.limits().compile_wall_ms() ? job.limits().compile_wall_ms() : cfg.kernelbench.compile_wall_ms;
+  const std::uint32_t run_ms = job.limits().run_wall_ms() ? job.limits().run_wall_ms() : cfg.kernelbench.run_wall_ms;
+  const std::uint64_t output_bytes = cfg.limits.output_bytes;
+  const auto& tcfg = job.options().timing();
+  const unsigned max_trials = tcfg.skip() ? 0 : (tcfg.max_trials() ? tcfg.max_trials() : kDefaultMaxTrials);
+  const unsigned min_trials = std::min(max_trials, tcfg.min_trials() ? tcfg.min_trials() : kDefaultMinTrials);
+  const unsigned budget_ms = tcfg.budget_ms() ? tcfg.budget_ms() : std::min(run_ms / 4, 3000u);
+  const std::string device_profile = gpu ? "nvidia-cuda" : "";
+
+  Workspace ws(cfg.state_dir, job.job_id(), sandbox_host_uid(cfg.sandbox.host_uid),
+               sandbox_host_gid(cfg.sandbox.host_gid), cfg.keep_job_dirs);
+  const fs::path build_dir = ws.make_party_dir("build"), oracle_dir = ws.make_party_dir("oracle"),
+                 cand_dir = ws.make_party_dir("candidate");
+  StageClock clock(r);
+  auto fail = [&](const Decision& d) {
+    r.set_status(d.verdict);
+    r.set_message(d.message);
+  };
+  const bool completion = task.candidate_case() == v1::KernelBenchTask::kCompletion;
+  ws.write_file(build_dir / (completion ? "completion.md" : "candidate.py"),
+                completion ? task.completion() : task.model_new_py());
+  ws.write_file(build_dir / "reference.py", task.reference_py());
+  ws.write_file(oracle_dir / "reference.py", task.reference_py());
+  json overrides = json::object();
+  for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
+
+  // 1-2. Static policy and build (compile sandbox, no GPU).
+  clock.start(v1::STAGE_BUILD);
+  const fs::path ext_cache = private_dir(cache_root(cfg) / "torch-ext");
+  const std::string arch = gpu && backend != "triton" ? cuda_arch_list(cfg) : "";
+  const fs::path pch = backend == "cpu" || backend == "cuda" ? ensure_pch(cfg, backend == "cuda") : fs::path();
+  HarnessRun b;
+  b.role = "build";
+  b.job_dir = build_dir;
+  b.wall_ms = compile_ms;
+  b.output_bytes = output_bytes;
+  b.binds.push_back({ext_cache.string(), "/cache/ext", false});
+  if (!pch.empty()) b.binds.push_back({pch.string(), "/cache/pch", false});
+  json policy_overrides = json::object();
+  for (const auto& [k, v] : job.options().policy_overrides()) policy_overrides[k] = v;
+  b.request = {{"backend", backend},
+               {"candidate_path", "/job/candidate.py"},
+               {"reference_path", "/job/reference.py"},
+               {"size_overrides", overrides},
+               {"ext_dir", "/job/ext"},
+               {"cache_dir", "/cache/ext"},
+               {"pch_dir", pch.empty() ? "" : "/cache/pch"},
+               {"manifest_path", "/job/manifest.json"},
+               {"arch_list", arch},
+               {"policy_overrides", policy_overrides}};
+  if (completion) b.request["completion_path"] = "/job/completion.md";
+  const auto build = run_harness(cfg, b);
+  auto* compile = r.mutable_compile();
+  compile->set_seconds(build.sandbox.wall_seconds);
+  const std::string build_error = build.report ? build.report->value("error", "") : "";
+  bool truncated = false;
+  compile->set_log(truncate_log(build_error.empty() ? tail(build.sandbox.stderr_data, 8000) : build_error, truncated));
+  compile->set_log_truncated(truncated);
+  if (build.report && build.report->contains("static_policy")) {
+    const auto& pol = (*build.report)["static_policy"];
+    for (const auto& f : pol.value("findings", json::array()))
+      if (f.value("severity", "") == "flag") r.mutable_legality()->add_flags("static:" + f.value("rule", ""));
+    if (auto d = decide_static_policy(pol, r)) {
+      r.set_stage_reached(v1::STAGE_STATIC_POLICY);
+      return fail(*d);
+    }
+  }
+  if (auto d = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true, compile_ms)) {
+    detail = compile->log();
+    return fail(*d);
+  }
+  compile->set_ok(true);
+  bool all_hits = true;
+  for (const auto& rec : build.report->value("extensions", json::array())) all_hits &= rec.value("cache_hit", false);
+  compile->set_cache_hit(all_hits && !build.report->value("extensions", json::array()).empty());
+  std::vector<kjsandbox::BindMount> ext_binds;
+  const json manifest = publish_builds(build.report->value("extensions", json::array()), build_dir, ext_cache, ext_binds);
+  ws.write_file(cand_dir / "manifest.json", manifest.dump());
+
+  // 3. Oracle: secret seeds (compat: KernelBench's), inputs and expected outputs, baseline timing.
+  clock.start(v1::STAGE_ORACLE);
+  const std::uint64_t weight_seed = compat ? 42 : secret_u63();
+  const std::uint64_t perturb_seed = compat ? 0 : secret_u63();
+  std::vector<unsigned> audits;
+  if (!compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
+  json timing = {{"warmup", tcfg.warmup() ? tcfg.warmup() : kDefaultWarmup},
+                 {"min_trials", min_trials},
+                 {"max_trials", max_trials},
+                 {"budget_ms", budget_ms},
+                 {"target_rel_ci", 0.01},
+                 {"l2_flush", true},
+                 {"perturb_seed", perturb_seed},
+                 {"audit_calls", audits},
+                 {"skip", max_trials == 0}};
+  json sets = json::array();
+  if (!compat) {
+    const unsigned n = job.options().correctness_sets() ? job.options().correctness_sets() : 5;
+    static const char* kinds[] = {"none", "none", "signflip", "scale8", "spike"};
+    static const char* names[] = {"declared", "declared-2", "signed", "large", "spike"};
+    for (unsigned k = 0; k < n; ++k)
+      sets.push_back({{"name", k < 5 ? names[k] : fmt::format("declared-{}", k - 2)},
+                      {"seed", secret_u63()},
+                      {"transform", k < 5 ? kinds[k] : "none"}});
+  }
+  HarnessRun o;
+  o.role = "oracle";
+  o.slot = SlotKind::Run;
+  o.job_dir = oracle_dir;
+  o.wall_ms = run_ms;
+  o.output_bytes = output_bytes;
+  o.device_profile = device_profile;
+  o.file_size_bytes = 8ull << 30;
+  o.request = {{"backend", backend},        {"precision", precision_name(task.precision())},
+               {"mode", compat ? "compat" : "strict"},
+               {"reference_path", "/job/reference.py"},
+               {"size_overrides", overrides}, {"weight_seed", weight_seed},
+               {"inputs_dir", "/job/inputs"}, {"expected_dir", "/job/expected"},
+               {"sets", sets},              {"timing", timing},
+               {"time_baseline", max_trials > 0}, {"clock_path", "/job/clock"}};
+  HarnessStep oracle;
+  std::vector<ClockMark> oracle_marks;
+  {
+    ClockReader reader(oracle_dir / "clock");
+    oracle = run_harness(cfg, o);
+    oracle_marks = reader.finish();
+  }
+  if (!oracle.report || !oracle.report->value("ok", false)) {
+    const std::string err = oracle.report ? oracle.report->value("error", "") : tail(oracle.sandbox.stderr_data, 2000);
+    detail = err;
+    if (err.find("needs a GPU") != std::string::npos) return fail({v1::INFRA_ERROR, "no GPU visible to the oracle"});
+    if (auto d = decide_harness(oracle.sandbox, oracle.report ? &*oracle.report : nullptr, Party::Reference, false, run_ms))
+      return fail(*d);
+  }
+  const json& orep = *oracle.report;
+  r.mutable_system()->set_device_name(orep.value("device_name", ""));
+  r.mutable_system()->set_framework_version("torch " + orep.value("torch_version", ""));
+
+  // 4. Candidate: inputs, its builds and its own code; nothing the oracle keeps.
+  clock.start(v1::STAGE_CANDIDATE);
+  json oracle_public = {{"init_inputs", orep["init_inputs"]}, {"pool", orep.value("pool", json::array())}};
+  oracle_public["sets"] = json::array();
+  for (const auto& s : orep["sets"]) {
+    json e = {{"name", s["name"]}, {"index", s["index"]}, {"output_nbytes", s.value("output_nbytes", 0)}};
+    if (s.contains("skipped")) e["skipped"] = s["skipped"];
+    oracle_public["sets"].push_back(e);
+  }
+  HarnessRun c;
+  c.role = "candidate";
+  c.slot = SlotKind::Run;
+  c.job_dir = cand_dir;
+  c.wall_ms = run_ms;
+  c.output_bytes = output_bytes;
+  c.device_profile = device_profile;
+  c.file_size_bytes = 8ull << 30;
+  c.binds = ext_binds;
+  c.binds.push_back({(oracle_dir / "inputs").string(), "/inputs", false});
+  c.binds.push_back({(build_dir / "candidate.py").string(), "/candidate.py", false});
+  c.request = {{"backend", backend},
+               {"precision", precision_name(task.precision())},
+               {"mode", compat ? "compat" : "strict"},
+               {"candidate_path", "/candidate.py"},
+               {"manifest_path", "/job/manifest.json"},
+               {"fallback_ext_dir", "/tmp/ext-run"},
+               {"arch_list", arch},
+               {"weight_seed", weight_seed},
+               {"oracle", oracle_public},
+               {"inputs_dir", "/inputs"},
+               {"outputs_dir", "/job/outputs"},
+               {"audit_dir", "/job/audit"},
+               {"timing", timing},
+               {"clock_path", "/job/clock"}};
+  std::vector<ClockMark> marks;
+  HarnessStep cand;
+  {
+    // The daemon's clock: a FIFO the candidate's harness writes one byte per loop event to.
+    const fs::path fifo = cand_dir / "clock";
+    ClockReader reader(fifo);
+    cand = run_harness(cfg, c);
+    marks = reader.finish();
+  }
+  r.mutable_resources()->set_cpu_seconds(cand.sandbox.cpu_seconds);
+  r.mutable_resources()->set_wall_seconds(cand.sandbox.wall_seconds);
+  r.mutable_resources()->set_peak_host_memory_bytes(cand.sandbox.peak_rss_bytes);
+  if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms)) {
+    detail = cand.report ? cand.report->value("error", "") : tail(cand.sandbox.stderr_data, 2000);
+    return fail(*d);
+  }
+  const json& crep = *cand.report;
+
+  // 5. Compare, in the daemon.
+  clock.start(v1::STAGE_COMPARE);
+  const v1::Precision prec = task.precision();
+  Tolerance tol = prec == v1::FP16 || prec == v1::BF16_PRECISION ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-4};
+  if (compat) tol.scale_aware = false, tol.nan_equal = false;  // torch.allclose exactly
+  if (job.options().has_tolerance()) tol = {job.options().tolerance().atol(), job.options().tolerance().rtol()};
+  KernelBenchFacts facts;
+  facts.candidate = &crep;
+  facts.oracle = &orep;
+  facts.expected_dir = oracle_dir / "expected";
+  facts.audit_dir = cand_dir / "audit";
+  facts.marks = &marks;
+  facts.tol = tol;
+  facts.timed = max_trials > 0;
+  if (auto d = check_before_compare(facts, r)) return fail(*d);
+  std::map<int, json> outputs;
+  for (const auto& out : crep.value("outputs", json::array())) outputs[out.value("index", -1)] = out;
+  for (const auto& s : orep["sets"]) {
+    if (s.contains("skipped") || s.value("timing_only", false)) continue;
+    const int k = s["index"].get<int>();
+    v1::CorrectnessSet cs;
+    cs.set_name(s["name"].get<std::string>());
+    auto it = outputs.find(k);
+    v1::TensorComparison cmp;
+    if (it == outputs.end()) {
+      cmp.set_arg("output");
+      cmp.set_problem("no output for this set");
+    } else {
+      cmp = compare_described(s["expected"], facts.expected_dir / fmt::format("set{}.bin", k), it->second,
+                              cand_dir / "outputs" / fmt::format("set{}.bin", k), tol);
+    }
+    cs.set_passed(cmp.passed());
+    *cs.add_outputs() = cmp;
+    *r.add_correctness() = cs;
+  }
+  const Decision correct = decide_correctness(r.correctness());
+  fail(correct);
+  if (correct.verdict != v1::OK) return;
+
+  // 6. Legality (the traced pass).
+  clock.start(v1::STAGE_LEGALITY);
+  LegalityTrace trace;
+  if (crep.contains("trace")) {
+    const auto& t = crep["trace"];
+    trace.ops = t.value("ops", std::vector<std::string>{});
+    trace.kernels = t.value("kernels", std::vector<std::string>{});
+    trace.ext_calls = t.value("ext_calls", 0);
+    trace.tracer_ok = t.value("tracer_ok", false);
+    trace.tracer_problem = t.value("tracer_problem", "");
+    trace.profiled_kernels = t.value("profiled_kernels", false);
+  } else {
+    trace.tracer_problem = "the candidate's process reported no trace";
+  }
+  const LegalityClass cls = classify_legality(trace);
+  auto* leg = r.mutable_legality();
+  leg->set_custom_kernels(trace.profiled_kernels ? cls.custom_kernels : static_cast<unsigned>(trace.ext_calls));
+  leg->set_library_kernels(cls.library_kernels);
+  for (const auto& op : cls.forbidden_ops) leg->add_forbidden_ops(op);
+  if (auto d = decide_legality(trace, cls, /*libraries_allowed=*/false)) return fail(*d);
+
+  // 7-8. Timing checks and the baseline from the clean process.
+  clock.start(v1::STAGE_TIMING);
+  if (max_trials && orep.contains("baseline")) {
+    clean_overheads(orep["baseline"], oracle_marks, facts.overhead_per_call_ms, facts.clean_wall_minus_event_ms);
+    facts.overhead_per_call_ms = std::max(facts.overhead_per_call_ms, 0.05);
+  }
+  if (auto d = check_after_compare(facts, r)) return fail(*d);
+  if (max_trials && crep.contains("timing")) {
+    auto* perf = r.mutable_performance();
+    *perf->mutable_candidate() = stats_of(crep["timing"]);
+    perf->set_stop_reason(crep["timing"].value("stop_reason", ""));
+    if (orep.contains("baseline")) *perf->mutable_baseline() = stats_of(orep["baseline"]);
+    if (orep.contains("compiled_baseline")) *perf->mutable_compiled_baseline() = stats_of(orep["compiled_baseline"]);
+    const auto pick = [&](const v1::TimingStats& s) { return compat ? s.mean_ms() : s.median_ms(); };
+    if (pick(perf->candidate()) > 0) {
+      perf->set_speedup(pick(perf->baseline()) / pick(perf->candidate()));
+      if (perf->has_compiled_baseline())
+        perf->set_speedup_vs_compiled(pick(perf->compiled_baseline()) / pick(perf->candidate()));
+    }
+  }
+  clock.start(v1::STAGE_DONE);
+}
+
+}  // namespace kj

@@ -1,0 +1,39 @@
+#include "pipeline/pipeline_util.h"
+
+#include <fstream>
+#include <iterator>
+
+namespace kj {
+
+namespace {
+constexpr std::size_t kLogLimit = 16 * 1024;
+}
+
+void StageClock::start(kjudge::v1::Stage s) {
+  stop();
+  stage_ = s;
+  r_.set_stage_reached(s);
+  t0_ = std::chrono::steady_clock::now();
+}
+
+void StageClock::stop() {
+  if (stage_ == kjudge::v1::STAGE_UNSPECIFIED) return;
+  auto* st = r_.add_stages();
+  st->set_stage(stage_);
+  st->set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
+  stage_ = kjudge::v1::STAGE_UNSPECIFIED;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string truncate_log(const std::string& log, bool& truncated) {
+  truncated = log.size() > kLogLimit;
+  return truncated ? log.substr(0, kLogLimit) + "\n[... log truncated by kjudge ...]\n" : log;
+}
+
+std::string tail(const std::string& s, std::size_t n) { return s.size() > n ? "..." + s.substr(s.size() - n) : s; }
+
+}  // namespace kj
