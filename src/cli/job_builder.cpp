@@ -4,6 +4,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -54,6 +55,36 @@ v1::Job build_job(const JobSpec& spec) {
     auto* c = job.mutable_native()->mutable_candidate();
     c->set_name(spec.candidate->filename().string());
     c->set_text(read_text(*spec.candidate));
+  }
+  if (spec.kb_reference || spec.kb_candidate || spec.kb_completion) {
+    if (job.has_native()) throw std::runtime_error("--kb-* options cannot be combined with a native task");
+    auto* kb = job.mutable_kernelbench();
+    if (spec.kb_reference) kb->set_reference_py(read_text(*spec.kb_reference));
+    if (spec.kb_candidate) kb->set_model_new_py(read_text(*spec.kb_candidate));
+    if (spec.kb_completion) kb->set_completion(read_text(*spec.kb_completion));
+    if (spec.kb_reference) kb->set_problem_id(spec.kb_reference->parent_path().filename().string());
+  }
+  if (job.has_kernelbench()) {
+    auto* kb = job.mutable_kernelbench();
+    if (!spec.backend.empty()) {
+      v1::Backend b;
+      std::string name = "BACKEND_" + spec.backend;
+      for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      if (!v1::Backend_Parse(name, &b)) throw std::runtime_error("--backend must be cuda, triton, cpu, hip or musa");
+      kb->set_backend(b);
+    }
+    if (spec.precision == "fp16") kb->set_precision(v1::FP16);
+    else if (spec.precision == "bf16") kb->set_precision(v1::BF16_PRECISION);
+    else if (spec.precision == "fp32") kb->set_precision(v1::FP32);
+    else if (!spec.precision.empty()) throw std::runtime_error("--precision must be fp32, fp16 or bf16");
+    for (const auto& s : spec.sizes) {
+      const auto eq = s.find('=');
+      if (eq == std::string::npos) throw std::runtime_error("--size takes NAME=VALUE, not '" + s + "'");
+      (*kb->mutable_size_overrides())[s.substr(0, eq)] = std::stoll(s.substr(eq + 1));
+    }
+    if (spec.compat) job.mutable_options()->set_strictness(v1::COMPAT_KERNELBENCH);
+  } else if (!spec.backend.empty() || !spec.precision.empty() || spec.compat || !spec.sizes.empty()) {
+    throw std::runtime_error("--backend/--precision/--compat/--size apply to KernelBench-format tasks only");
   }
   if (spec.trivial) {
     if (job.task_case() != v1::Job::TASK_NOT_SET) throw std::runtime_error("--trivial cannot be combined with a task");

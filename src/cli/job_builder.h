@@ -21,6 +21,12 @@ struct JobSpec {
   std::string batch_id;
   std::uint32_t compile_wall_ms = 0, run_wall_ms = 0, trials = 0, sets = 0;
   std::string reward_policy;
+  // KernelBench-format task: reference module + ModelNew module (or a raw completion).
+  std::optional<std::filesystem::path> kb_reference, kb_candidate, kb_completion;
+  std::string backend;                             // cuda (default) | triton | cpu
+  std::string precision;                           // fp32 (default) | fp16 | bf16
+  bool compat = false;                             // KernelBench compatibility mode
+  std::vector<std::string> sizes;                  // NAME=VALUE module-constant overrides
   bool trivial = false;                            // a TrivialTask (queue tests, benchmarks)
   std::vector<std::string> trivial_argv;           // default /bin/true
 };

@@ -45,6 +45,15 @@ void add_job_options(CLI::App* cmd, JobSpec& s) {
   cmd->add_option("--trials", s.trials, "timed trials");
   cmd->add_option("--sets", s.sets, "correctness input sets");
   cmd->add_option("--reward-policy", s.reward_policy, "default-v1 | binary-v1 | buckets-v1");
+  cmd->add_option("--kb-reference", s.kb_reference, "KernelBench-format reference module (Model, get_inputs, ...)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--kb-candidate", s.kb_candidate, "module defining ModelNew")->check(CLI::ExistingFile);
+  cmd->add_option("--kb-completion", s.kb_completion, "raw model answer; the ModelNew code block is extracted")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--backend", s.backend, "KernelBench backend: cuda (default), triton, cpu");
+  cmd->add_option("--precision", s.precision, "fp32 (default), fp16, bf16");
+  cmd->add_flag("--compat", s.compat, "KernelBench compatibility mode (seed 42, allclose, 100 trials)");
+  cmd->add_option("--size", s.sizes, "NAME=VALUE: replace a module-level size constant of the reference");
 }
 
 kjqueue::Endpoint endpoint_for(const std::string& url) {
@@ -53,7 +62,13 @@ kjqueue::Endpoint endpoint_for(const std::string& url) {
   return e;
 }
 
+bool kernelbench_format = false;  // --kernelbench-json: KernelBench's result JSON instead
+
 int print_result(const v1::Result& r, bool json) {
+  if (kernelbench_format) {
+    std::cout << kj::cli::kernelbench_view(r) << "\n";
+    return 0;
+  }
   std::cout << (json ? kj::cli::json_view(r) + "\n" : kj::cli::text_view(r));
   return 0;
 }
@@ -87,11 +102,13 @@ int main(int argc, char** argv) {
   wait->add_option("--tenant", wait_tenant, "tenant of the job");
   wait->add_option("--timeout", wait_timeout, "seconds (exit code 3 when it passes)");
   wait->add_flag("--json", json, "print the Result in protobuf JSON");
+  wait->add_flag("--kernelbench-json", kernelbench_format, "print KernelBench's result JSON (compiled, correctness, runtime, ...)");
 
   std::optional<std::string> config_file;
   auto* eval = app.add_subcommand("eval", "judge one job locally, in this process (no Redis)");
   add_job_options(eval, eval_spec);
   eval->add_flag("--json", json, "print the Result in protobuf JSON");
+  eval->add_flag("--kernelbench-json", kernelbench_format, "print KernelBench's result JSON (compiled, correctness, runtime, ...)");
   eval->add_option("-c,--config", config_file, "kjudged config (limits, sandbox)")->check(CLI::ExistingFile);
 
   auto* status = app.add_subcommand("status", "queues per tenant and live nodes");

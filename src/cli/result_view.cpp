@@ -1,5 +1,7 @@
 #include "cli/result_view.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -29,6 +31,48 @@ std::string json_view(const v1::Result& r) {
   opt.add_whitespace = true;
   (void)google::protobuf::util::MessageToJsonString(r, &out, opt);
   return out;
+}
+
+namespace {
+
+nlohmann::json kb_stats(const v1::TimingStats& t, const v1::Result& r) {
+  if (t.trials() == 0) return nlohmann::json::object();
+  return {{"mean", t.mean_ms()},     {"std", t.std_ms()},   {"min", t.min_ms()}, {"max", t.max_ms()},
+          {"num_trials", t.trials()}, {"hardware", r.system().device_name()}, {"device", "cuda:0"}};
+}
+
+}  // namespace
+
+std::string kernelbench_view(const v1::Result& r) {
+  const bool compiled = r.status() != v1::COMPILE_ERROR && r.status() != v1::INVALID_JOB;
+  nlohmann::json meta = {{"hardware", r.system().device_name()},
+                         {"kjudge_status", v1::Verdict_Name(r.status())},
+                         {"kjudge_message", r.message()}};
+  unsigned passed = 0;
+  for (const auto& s : r.correctness()) passed += s.passed() ? 1 : 0;
+  if (r.correctness_size()) meta["correctness_trials"] = fmt::format("({} / {})", passed, r.correctness_size());
+  if (r.status() == v1::COMPILE_ERROR) meta["compilation_error"] = r.message();
+  if (r.status() == v1::RUNTIME_ERROR || r.status() == v1::TIMEOUT || r.status() == v1::MEMORY_LIMIT)
+    meta["runtime_error"] = r.message();
+  if (r.status() == v1::INCORRECT) {
+    meta["correctness_issue"] = r.message();
+    for (const auto& s : r.correctness())
+      for (const auto& o : s.outputs())
+        if (!o.passed()) meta["max_difference"].push_back(fmt::format("{:.6f}", o.max_abs_error()));
+  }
+  const auto& perf = r.performance();
+  // KernelBench's numbers: correctness is the allclose trials alone, the runtime is reported
+  // whenever the candidate was timed (kjudge's legality verdict stays in metadata).
+  const bool all_passed = r.correctness_size() > 0 && passed == static_cast<unsigned>(r.correctness_size());
+  const bool timed = all_passed && perf.candidate().trials() > 0;
+  nlohmann::json j = {{"compiled", compiled},
+                      {"correctness", all_passed},
+                      {"metadata", meta},
+                      {"runtime", timed ? perf.candidate().mean_ms() : -1.0},
+                      {"runtime_stats", timed ? kb_stats(perf.candidate(), r) : nlohmann::json::object()},
+                      {"ref_runtime", perf.baseline().trials() ? perf.baseline().mean_ms() : -1.0},
+                      {"ref_runtime_stats", kb_stats(perf.baseline(), r)}};
+  return j.dump(2);
 }
 
 }  // namespace kj::cli

@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Runs the KernelBench-format problem set (manifest.json) through `kjudge eval` and prints a
+tasks x verdicts table. Used by tests/python/test_kernelbench_suite.py (CPU, in scripts/test)
+and by bench/kernelbench/gpu_run (CUDA, realistic sizes, strict and compat side by side).
+
+Exit status: 0 when every verdict (and cheat class) is the expected one."""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def jobs_from_manifest(manifest, backend, only=None):
+    out = []
+    for task in manifest["tasks"]:
+        for cand in task["candidates"]:
+            if cand["backend"] != backend or (only and task["id"] not in only):
+                continue
+            out.append({"task": task, "file": cand["file"], "expect": cand["expect"],
+                        "cheat_class": cand.get("cheat_class", ""), "kind": "candidate"})
+    for comp in manifest.get("completions", []):
+        if comp["backend"] == backend and (not only or comp["task"] in only):
+            task = next(t for t in manifest["tasks"] if t["id"] == comp["task"])
+            out.append({"task": task, "file": comp["file"], "expect": comp["expect"], "cheat_class": "",
+                        "kind": "completion"})
+    return out
+
+
+def run_one(kjudge, config, job, backend, trials, sizes, compat, timeout):
+    task = job["task"]
+    ref = os.path.join(HERE, task["dir"], "reference.py")
+    cmd = [kjudge, "eval", "-c", config, "--kb-reference", ref, "--backend", backend, "--json",
+           "--trials", str(trials), "--job-id", f"{task['id']}.{os.path.basename(job['file'])[:-3]}"]
+    if job["kind"] == "completion":
+        cmd += ["--kb-completion", os.path.join(HERE, job["file"])]
+    else:
+        cmd += ["--kb-candidate", os.path.join(HERE, task["dir"], job["file"])]
+    for name, value in (sizes or {}).items():
+        cmd += ["--size", f"{name}={value}"]
+    if compat:
+        cmd += ["--compat"]
+    t0 = time.time()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    wall = time.time() - t0
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        result = {"status": "NO_RESULT", "message": (proc.stderr or proc.stdout)[-500:]}
+    return result, wall
+
+
+def cheat_class_name(result):
+    c = result.get("cheatClass", "")
+    return c.replace("CHEAT_", "").lower() if c else ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kjudge", required=True)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--gpu-sizes", action="store_true", help="apply each task's gpu_size_overrides")
+    ap.add_argument("--compat-too", action="store_true", help="also run OK candidates in compat mode")
+    ap.add_argument("--only", nargs="*", help="task ids")
+    ap.add_argument("--out", help="write the table and the raw results (JSON lines) here")
+    ap.add_argument("--timeout", type=int, default=900)
+    args = ap.parse_args()
+    with open(os.path.join(HERE, "manifest.json")) as f:
+        manifest = json.load(f)
+    jobs = jobs_from_manifest(manifest, args.backend, set(args.only) if args.only else None)
+    runs = [(j, False) for j in jobs]
+    if args.compat_too:
+        runs += [(j, True) for j in jobs if j["expect"] == "OK" and j["kind"] == "candidate"]
+    results = [None] * len(runs)
+    with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futs = {pool.submit(run_one, args.kjudge, args.config, j, args.backend, args.trials,
+                            j["task"].get("gpu_size_overrides") if args.gpu_sizes else None, compat,
+                            args.timeout): i for i, (j, compat) in enumerate(runs)}
+        for fut in cf.as_completed(futs):
+            i = futs[fut]
+            try:
+                results[i] = fut.result()
+            except Exception as exc:  # noqa: BLE001 - one failed run is a row, not a crash
+                results[i] = ({"status": "NO_RESULT", "message": str(exc)}, 0.0)
+    lines, bad = [], 0
+    lines.append(f"{'task':<24} {'candidate':<36} {'mode':<7} {'expected':<22} {'got':<22} {'speedup':>8} {'wall s':>7}")
+    raw = []
+    for (job, compat), (result, wall) in zip(runs, results):
+        got = result.get("status", "NO_RESULT")
+        cls = cheat_class_name(result)
+        got_s = f"{got}({cls})" if cls else got
+        want_s = f"{job['expect']}({job['cheat_class']})" if job["cheat_class"] else job["expect"]
+        ok = got == job["expect"] and (not job["cheat_class"] or cls == job["cheat_class"])
+        if compat:  # compat mode judges the same; its row is for the numbers
+            ok = got == job["expect"]
+        bad += 0 if ok else 1
+        perf = result.get("performance", {})
+        speed = f"{perf.get('speedup', 0):.2f}x" if perf.get("speedup") else "-"
+        lines.append(f"{job['task']['id']:<24} {os.path.basename(job['file'])[:36]:<36} "
+                     f"{'compat' if compat else 'strict':<7} {want_s:<22} {got_s:<22} {speed:>8} {wall:>7.1f}"
+                     + ("" if ok else "   <-- MISMATCH: " + result.get("message", "")[:160]))
+        raw.append({"task": job["task"]["id"], "file": job["file"], "compat": compat, "expect": job["expect"],
+                    "result": result, "wall_s": wall})
+    counts = {}
+    for (job, compat), (result, _) in zip(runs, results):
+        if not compat:
+            counts[result.get("status", "NO_RESULT")] = counts.get(result.get("status", "NO_RESULT"), 0) + 1
+    lines.append(f"kernelbench suite ({args.backend}): {len(runs) - bad}/{len(runs)} verdicts as expected; "
+                 f"verdict counts {json.dumps(counts, sort_keys=True)}")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+        with open(args.out + ".jsonl", "w") as f:
+            for r in raw:
+                f.write(json.dumps(r) + "\n")
+    return 0 if bad == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
