@@ -31,7 +31,20 @@ def jobs_from_manifest(manifest, backend, only=None):
     return out
 
 
-def run_one(kjudge, config, job, backend, trials, sizes, compat, timeout):
+def job_config(base_config, state_dir):
+    """kjudge eval clears its state dir's stale job dirs at start: one state dir per run, one
+    shared cache (builds, precompiled headers)."""
+    os.makedirs(state_dir, mode=0o755, exist_ok=True)
+    path = os.path.join(state_dir, "kjudge.toml")
+    with open(base_config) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(f'[daemon]\nstate_dir = "{state_dir}"\n\n' + text)  # the base config has no [daemon] table
+    return path
+
+
+def run_one(kjudge, config, job, backend, trials, sizes, compat, timeout, state_dir):
+    config = job_config(config, state_dir)
     task = job["task"]
     ref = os.path.join(HERE, task["dir"], "reference.py")
     cmd = [kjudge, "eval", "-c", config, "--kb-reference", ref, "--backend", backend, "--json",
@@ -71,6 +84,7 @@ def main():
     ap.add_argument("--only", nargs="*", help="task ids")
     ap.add_argument("--out", help="write the table and the raw results (JSON lines) here")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--state-base", default="/tmp/kjudge-kb-suite", help="per-run state dirs go here")
     args = ap.parse_args()
     with open(os.path.join(HERE, "manifest.json")) as f:
         manifest = json.load(f)
@@ -82,7 +96,7 @@ def main():
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futs = {pool.submit(run_one, args.kjudge, args.config, j, args.backend, args.trials,
                             j["task"].get("gpu_size_overrides") if args.gpu_sizes else None, compat,
-                            args.timeout): i for i, (j, compat) in enumerate(runs)}
+                            args.timeout, os.path.join(args.state_base, f"run{i}")): i for i, (j, compat) in enumerate(runs)}
         for fut in cf.as_completed(futs):
             i = futs[fut]
             try:
