@@ -4,7 +4,9 @@ candidate must be OK and every cheat must get its expected verdict and cheat cla
 tasks x verdicts table goes to <build>/kernelbench-suite.txt (scripts/test prints it)."""
 import os
 import subprocess
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,11 +18,14 @@ def test_kernelbench_cpu_suite(tmp_path):
     cache.mkdir(mode=0o755, exist_ok=True)
     config = tmp_path / "kb.toml"
     config.write_text(f'[kernelbench]\ncache_dir = "{cache}"\nharness_dir = "{ROOT / "python"}"\n')
-    tmp_path.chmod(0o755)
+    # job dirs are bound into sandboxes as an unprivileged uid: state dirs must be searchable
+    state = Path(tempfile.mkdtemp(prefix="kjudge-kb-state."))
+    state.chmod(0o711)
     out = BUILD / "kernelbench-suite.txt"
     proc = subprocess.run([sys.executable, str(ROOT / "tests/kernelbench/run_suite.py"), "--kjudge",
                            str(BUILD / "bin/kjudge"), "--config", str(config), "--backend", "cpu", "--trials", "10",
-                           "--jobs", "2", "--out", str(out), "--state-base", str(tmp_path / "state")],
+                           "--jobs", "2", "--out", str(out), "--state-base", str(state)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=2400)
+    shutil.rmtree(state, ignore_errors=True)
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert "verdicts as expected" in proc.stdout
