@@ -29,6 +29,9 @@ HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
   p.output_limit_bytes = run.output_bytes;
   p.binds.push_back({cfg.kernelbench.harness_dir.string(), kHarnessInSandbox, false});
   for (const auto& b : run.binds) p.binds.push_back(b);
+  // The interpreter's own bin dir first: ninja and other tools pip installed beside it.
+  const std::string py_bin = cfg.kernelbench.python.parent_path().string();
+  p.env["PATH"] = py_bin == "/usr/bin" ? "/usr/bin:/bin" : py_bin + ":/usr/bin:/bin";
   p.env["PYTHONPATH"] = kHarnessInSandbox;
   p.env["PYTHONDONTWRITEBYTECODE"] = "1";
   p.env["TORCH_EXTENSIONS_DIR"] = "/tmp/torch_extensions";
