@@ -96,9 +96,14 @@ int add_entry(scmp_filter_ctx ctx, const Entry& e, std::string* error) {
     // (libseccomp 2.5 takes one comparison per argument: TIOCLINUX, which needs a VT and
     // CAP_SYS_ADMIN for its dangerous subcommands, stays allowed.)
     rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A1_32(SCMP_CMP_NE, TIOCSTI));
-  } else if (e.filter == "fifo-only") {
+  } else if (e.filter == "no-devices") {
+    // FIFOs, sockets and plain files (type 0 is a regular file) are what build tools make with
+    // mknod; character and block devices are what an escape would want.
     const unsigned arg = e.name == "mknodat" ? 2 : 1;
-    rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_CMP32(arg, SCMP_CMP_MASKED_EQ, S_IFMT, S_IFIFO));
+    for (std::uint32_t type : {0u, static_cast<std::uint32_t>(S_IFREG), static_cast<std::uint32_t>(S_IFIFO),
+                               static_cast<std::uint32_t>(S_IFSOCK)})
+      if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_CMP32(arg, SCMP_CMP_MASKED_EQ, S_IFMT, type))) != 0)
+        break;
   } else if (e.filter == "personality") {
     for (std::uint32_t v : {0x0u, 0x8u, 0x20000u, 0x20008u, 0xffffffffu})
       if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0_32(SCMP_CMP_EQ, v))) != 0) break;
