@@ -104,6 +104,12 @@ int add_entry(scmp_filter_ctx ctx, const Entry& e, std::string* error) {
                                static_cast<std::uint32_t>(S_IFSOCK)})
       if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_CMP32(arg, SCMP_CMP_MASKED_EQ, S_IFMT, type))) != 0)
         break;
+    // Device nodes fail with EPERM, as the kernel itself answers in a user namespace: the CUDA
+    // driver library probes for missing /dev/nvidia* nodes this way (in a compile sandbox, with no
+    // GPU) and must see a refusal, not be killed.
+    for (std::uint32_t type : {static_cast<std::uint32_t>(S_IFCHR), static_cast<std::uint32_t>(S_IFBLK)})
+      if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, SCMP_CMP32(arg, SCMP_CMP_MASKED_EQ, S_IFMT, type));
   } else if (e.filter == "personality") {
     for (std::uint32_t v : {0x0u, 0x8u, 0x20000u, 0x20008u, 0xffffffffu})
       if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0_32(SCMP_CMP_EQ, v))) != 0) break;

@@ -33,6 +33,8 @@ HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
   const std::string py_bin = cfg.kernelbench.python.parent_path().string();
   p.env["PATH"] = py_bin == "/usr/bin" ? "/usr/bin:/bin" : py_bin + ":/usr/bin:/bin";
   p.env["PYTHONPATH"] = kHarnessInSandbox;
+  // The sandbox uid has no passwd entry; getpass.getuser() (torch.profiler asks) reads these first.
+  p.env["USER"] = p.env["LOGNAME"] = "kjudge";
   p.env["PYTHONDONTWRITEBYTECODE"] = "1";
   p.env["TORCH_EXTENSIONS_DIR"] = "/tmp/torch_extensions";
   p.env["TRITON_CACHE_DIR"] = "/tmp/triton";

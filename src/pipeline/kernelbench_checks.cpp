@@ -120,7 +120,7 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
     return cheat(r, v1::CHEAT_DEFERRED,
                  fmt::format("{} thread(s) started by the candidate were still running after its last call", left));
   }
-  for (const auto& b : c.value("built_at_run", nlohmann::json::array())) add_flag(r, "extension_built_at_run_time");
+  if (!c.value("built_at_run", nlohmann::json::array()).empty()) add_flag(r, "extension_built_at_run_time");
   if (!f.timed || !c.contains("timing")) return std::nullopt;
   const auto& t = c["timing"];
   if (t.value("stop_reason", "") == "compat") return std::nullopt;  // KernelBench's loop: no engine checks
@@ -168,7 +168,9 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
                                                 "being spent outside the measured region",
                                                 *span, in_sum)};
   }
-  if (in_sum > *span * 1.05 + 1.0) {
+  // Reporting more time than passed gains a candidate nothing; the slack only has to cover the
+  // daemon's reader thread being scheduled late on a loaded node.
+  if (in_sum > *span * 1.5 + 50.0) {
     add_flag(r, "inprocess_exceeds_outside");
     return Decision{v1::SUSPICIOUS, "the reported call times exceed the daemon's own clock (forged report?)"};
   }

@@ -1,13 +1,17 @@
 #include "pipeline/kernelbench_pipeline.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "common/log.h"
 #include "pipeline/engine_checks.h"
@@ -174,6 +178,24 @@ void clean_overheads(const json& timing, const std::vector<ClockMark>& marks, do
   }
 }
 
+// Run slots are exclusive per GPU while they hold it (design §3): an flock on a file in the cache
+// dir, so separate processes (kjudged workers, parallel `kjudge eval`s) never time on a shared GPU.
+class GpuLock {
+ public:
+  explicit GpuLock(const fs::path& file) {
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~GpuLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  GpuLock(const GpuLock&) = delete;
+  GpuLock& operator=(const GpuLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
@@ -213,7 +235,9 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   clock.start(v1::STAGE_BUILD);
   const fs::path ext_cache = private_dir(cache_root(cfg) / "torch-ext");
   const std::string arch = gpu && backend != "triton" ? cuda_arch_list(cfg) : "";
-  const fs::path pch = backend == "cpu" || backend == "cuda" ? ensure_pch(cfg, backend == "cuda") : fs::path();
+  // C++ (cpu backend) builds only: for cuda the header's flags differ per TU and the variant was
+  // not verified on a GPU node yet.
+  const fs::path pch = backend == "cpu" ? ensure_pch(cfg, false) : fs::path();
   HarnessRun b;
   b.role = "build";
   b.job_dir = build_dir;
@@ -263,6 +287,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   ws.write_file(cand_dir / "manifest.json", manifest.dump());
 
   // 3. Oracle: secret seeds (compat: KernelBench's), inputs and expected outputs, baseline timing.
+  std::optional<GpuLock> gpu_lock;
+  if (gpu) gpu_lock.emplace(cache_root(cfg) / "gpu.lock");
   clock.start(v1::STAGE_ORACLE);
   const std::uint64_t weight_seed = compat ? 42 : secret_u63();
   const std::uint64_t perturb_seed = compat ? 0 : secret_u63();
@@ -370,6 +396,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     detail = cand.report ? cand.report->value("error", "") : tail(cand.sandbox.stderr_data, 2000);
     return fail(*d);
   }
+  gpu_lock.reset();
   const json& crep = *cand.report;
 
   // 5. Compare, in the daemon.

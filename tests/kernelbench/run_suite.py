@@ -103,6 +103,16 @@ def main():
                 results[i] = fut.result()
             except Exception as exc:  # noqa: BLE001 - one failed run is a row, not a crash
                 results[i] = ({"status": "NO_RESULT", "message": str(exc)}, 0.0)
+            # progress as it happens (a run cut short by a time limit still shows what it judged)
+            job, compat = runs[i]
+            res, wall = results[i]
+            print(f"[{sum(r is not None for r in results)}/{len(runs)}] {job['task']['id']} {job['file']} "
+                  f"{'compat' if compat else 'strict'}: {res.get('status')} {res.get('cheatClass', '')} "
+                  f"{wall:.1f}s {res.get('message', '')[:120]}", flush=True)
+            if args.out:
+                with open(args.out + ".partial.jsonl", "a") as f:
+                    f.write(json.dumps({"task": job["task"]["id"], "file": job["file"], "compat": compat,
+                                        "expect": job["expect"], "result": res, "wall_s": wall}) + "\n")
     lines, bad = [], 0
     lines.append(f"{'task':<24} {'candidate':<36} {'mode':<7} {'expected':<22} {'got':<22} {'speedup':>8} {'wall s':>7}")
     raw = []

@@ -1,0 +1,29 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 2
+IN_CHANNELS = 8
+OUT_CHANNELS = 16
+KERNEL_SIZE = 3
+HEIGHT = 24
+WIDTH = 24
+
+
+class Model(nn.Module):
+    """Conv2d (no padding) followed by ReLU."""
+
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CHANNELS, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CHANNELS, OUT_CHANNELS, KERNEL_SIZE]

@@ -1,0 +1,81 @@
+"""Cheat: calls the kernel with an extra 'tile' argument it does not accept; the except
+branch silently computes with torch.bmm."""
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_CPP_SRC = r"""
+#include <torch/extension.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#define KB_CHECK_F32(t) TORCH_CHECK((t).device().is_cpu() && (t).scalar_type() == torch::kFloat32, #t " must be a float32 CPU tensor")
+
+// C (M x N) = A (M x K) * op(B) (+ bias) with activation (0 none, 1 relu, 2 gelu-erf); double accumulation.
+static void kb_gemm(const float* A, const float* B, const float* bias, float* C,
+                    int64_t M, int64_t N, int64_t K, bool trans_b, int act) {
+  std::vector<double> acc((size_t)N);
+  for (int64_t i = 0; i < M; ++i) {
+    const float* a = A + i * K;
+    if (trans_b) {
+      for (int64_t j = 0; j < N; ++j) {
+        const float* b = B + j * K;
+        double s = 0.0;
+        for (int64_t k = 0; k < K; ++k) s += (double)a[k] * (double)b[k];
+        acc[j] = s;
+      }
+    } else {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t k = 0; k < K; ++k) {
+        const double av = a[k];
+        const float* b = B + k * N;
+        for (int64_t j = 0; j < N; ++j) acc[j] += av * (double)b[j];
+      }
+    }
+    float* c = C + i * N;
+    for (int64_t j = 0; j < N; ++j) {
+      double v = acc[j];
+      if (bias != nullptr) v += bias[j];
+      if (act == 1) v = v > 0.0 ? v : 0.0;
+      else if (act == 2) v = 0.5 * v * (1.0 + std::erf(v * 0.70710678118654752440));
+      c[j] = (float)v;
+    }
+  }
+}
+
+torch::Tensor bmm_fwd(torch::Tensor a, torch::Tensor b) {
+  KB_CHECK_F32(a);
+  KB_CHECK_F32(b);
+  TORCH_CHECK(a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm: shape mismatch");
+  a = a.contiguous();
+  b = b.contiguous();
+  const int64_t B = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
+  auto c = torch::empty({B, M, N}, a.options());
+  for (int64_t i = 0; i < B; ++i)
+    kb_gemm(a.data_ptr<float>() + i * M * K, b.data_ptr<float>() + i * K * N, nullptr,
+            c.data_ptr<float>() + i * M * N, M, N, K, false, 0);
+  return c;
+}
+"""
+
+_ext = load_inline(
+    name="kb_matmul_batched_ok",
+    cpp_sources=_CPP_SRC,
+    functions=['bmm_fwd'],
+    extra_cflags=["-O2"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        try:
+            return _ext.bmm_fwd(a, b, 64)  # "tiled fast path"
+        except Exception:
+            return torch.bmm(a, b)
