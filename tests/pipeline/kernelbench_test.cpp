@@ -1,0 +1,188 @@
+// KernelBench-format decisions without a sandbox: the legality classification (data), the
+// verdicts it leads to, the static policy's reject, the harness's failures, the daemon's clock
+// span, torch.allclose-exact comparison (compat mode) and job validation.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "pipeline/compare.h"
+#include "pipeline/kernelbench_checks.h"
+#include "pipeline/kernelbench_legality.h"
+#include "pipeline/validate.h"
+#include "pipeline/verdict.h"
+
+namespace {
+namespace v1 = kjudge::v1;
+using nlohmann::json;
+
+kj::LegalityTrace trace(std::vector<std::string> ops, std::vector<std::string> kernels, int ext_calls, bool gpu) {
+  kj::LegalityTrace t;
+  t.ops = std::move(ops);
+  t.kernels = std::move(kernels);
+  t.ext_calls = ext_calls;
+  t.tracer_ok = true;
+  t.profiled_kernels = gpu;
+  return t;
+}
+
+TEST(KernelBenchLegality, PlumbingIsAllowedComputeIsNot) {
+  const auto c = kj::classify_legality(trace({"aten::empty_like", "aten::view", "aten::mm", "aten::mm", "aten::relu"}, {}, 1, false));
+  EXPECT_EQ(c.forbidden_ops, (std::vector<std::string>{"aten::mm", "aten::relu"}));  // distinct, first-seen order
+  EXPECT_EQ(c.custom_ops, 0u);
+  EXPECT_FALSE(kj::legality_policy_version().empty());
+}
+
+TEST(KernelBenchLegality, OpsInTheCandidatesOwnNamespaceAreCustomWork) {
+  const auto t = trace({"myext::fused_relu", "aten::empty"}, {}, 0, false);
+  const auto c = kj::classify_legality(t);
+  EXPECT_TRUE(c.forbidden_ops.empty());
+  EXPECT_EQ(c.custom_ops, 1u);
+  EXPECT_FALSE(kj::decide_legality(t, c, false));
+}
+
+TEST(KernelBenchLegality, KernelsAreLibraryFrameworkOrCustomByVendorNaming) {
+  const auto c = kj::classify_legality(trace(
+      {}, {"ampere_sgemm_128x64_nn", "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32",
+           "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >",
+           "kb_gemm_kernel(float const*, float const*, float*, int, int, int)", "Memcpy HtoD (Pageable -> Device)"},
+      0, true));
+  EXPECT_EQ(c.library_kernels, 2u);
+  EXPECT_EQ(c.framework_kernels, 1u);
+  EXPECT_EQ(c.custom_kernels, 1u);  // a candidate's kernel named *gemm* is still its own
+}
+
+TEST(KernelBenchLegality, VerdictPrecedence) {
+  auto broken = trace({"aten::mm"}, {}, 0, false);
+  broken.tracer_ok = false;
+  broken.tracer_problem = "the dispatch mode stack was changed during the call";
+  EXPECT_EQ(kj::decide_legality(broken, kj::classify_legality(broken), false)->verdict, v1::UNVERIFIABLE);
+
+  const auto fallback = trace({"aten::mm"}, {"my_kernel"}, 1, true);
+  const auto d = kj::decide_legality(fallback, kj::classify_legality(fallback), false);
+  EXPECT_EQ(d->verdict, v1::FALLBACK);
+  EXPECT_NE(d->message.find("aten::mm"), std::string::npos);
+
+  const auto cublas = trace({}, {"ampere_sgemm_64x32_nn", "my_kernel"}, 1, true);
+  EXPECT_EQ(kj::decide_legality(cublas, kj::classify_legality(cublas), false)->verdict, v1::FALLBACK);
+  EXPECT_FALSE(kj::decide_legality(cublas, kj::classify_legality(cublas), /*libraries_allowed=*/true));
+
+  const auto decoy_gpu = trace({"aten::empty"}, {"Memcpy DtoH (Device -> Pageable)"}, 1, true);
+  EXPECT_EQ(kj::decide_legality(decoy_gpu, kj::classify_legality(decoy_gpu), false)->verdict, v1::DECOY);
+  const auto decoy_cpu = trace({"aten::empty"}, {}, 0, false);  // computed without the extension
+  EXPECT_EQ(kj::decide_legality(decoy_cpu, kj::classify_legality(decoy_cpu), false)->verdict, v1::DECOY);
+  const auto honest_cpu = trace({"aten::empty_like"}, {}, 1, false);
+  EXPECT_FALSE(kj::decide_legality(honest_cpu, kj::classify_legality(honest_cpu), false));
+}
+
+TEST(KernelBenchVerdict, StaticPolicyRejectNamesRuleAndCheatClass) {
+  v1::Result r;
+  const json policy = {{"reject", {{"rule", "timer_patch"}, {"verdict", "CHEAT"}, {"cheat_class", "timer_patch"},
+                                   {"line", 7}, {"message", "assigns torch.allclose"}}}};
+  const auto d = kj::decide_static_policy(policy, r);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->verdict, v1::CHEAT);
+  EXPECT_EQ(r.cheat_class(), v1::CHEAT_TIMER_PATCH);
+  EXPECT_NE(d->message.find("timer_patch"), std::string::npos);
+  EXPECT_NE(d->message.find("line 7"), std::string::npos);
+
+  v1::Result r2;
+  EXPECT_EQ(kj::decide_static_policy({{"reject", {{"rule", "inherits_reference"}, {"verdict", "FALLBACK"}}}}, r2)->verdict,
+            v1::FALLBACK);
+  EXPECT_EQ(r2.cheat_class(), v1::CHEAT_CLASS_UNSPECIFIED);
+  EXPECT_FALSE(kj::decide_static_policy({{"reject", nullptr}, {"findings", json::array()}}, r2));
+  // A verdict the policy may not hand out (OK) becomes CHEAT rather than passing the candidate.
+  EXPECT_EQ(kj::decide_static_policy({{"reject", {{"rule", "x"}, {"verdict", "OK"}}}}, r2)->verdict, v1::CHEAT);
+}
+
+TEST(KernelBenchVerdict, HarnessFailures) {
+  kjsandbox::Report exited;
+  exited.outcome = kjsandbox::Outcome::Exited;
+  const json ok = {{"ok", true}};
+  EXPECT_FALSE(kj::decide_harness(exited, &ok, kj::Party::Candidate, false, 1000));
+  const json build_fail = {{"ok", false}, {"stage", "build"}, {"error", "Traceback ...\nRuntimeError: Error building extension 'x'\n"}};
+  auto d = kj::decide_harness(exited, &build_fail, kj::Party::Candidate, true, 1000);
+  EXPECT_EQ(d->verdict, v1::COMPILE_ERROR);
+  EXPECT_NE(d->message.find("Error building extension"), std::string::npos);
+  const json cuda_fault = {{"ok", false}, {"stage", "correctness"},
+                           {"error", "Traceback\ntorch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"}};
+  d = kj::decide_harness(exited, &cuda_fault, kj::Party::Candidate, false, 1000);
+  EXPECT_EQ(d->verdict, v1::RUNTIME_ERROR);
+  EXPECT_NE(d->message.find("CUDA fault"), std::string::npos);
+  EXPECT_EQ(kj::decide_harness(exited, &cuda_fault, kj::Party::Reference, false, 1000)->verdict, v1::INVALID_JOB);
+  EXPECT_EQ(kj::decide_harness(exited, nullptr, kj::Party::Candidate, false, 1000)->verdict, v1::RUNTIME_ERROR);
+  kjsandbox::Report timeout;
+  timeout.outcome = kjsandbox::Outcome::WallTimeout;
+  EXPECT_EQ(kj::decide_harness(timeout, nullptr, kj::Party::Candidate, false, 1000)->verdict, v1::TIMEOUT);
+  kjsandbox::Report oom;
+  oom.outcome = kjsandbox::Outcome::MemoryLimit;
+  EXPECT_EQ(kj::decide_harness(oom, nullptr, kj::Party::Candidate, false, 1000)->verdict, v1::MEMORY_LIMIT);
+}
+
+TEST(KernelBenchChecks, LoopSpanNeedsOneMarkPerCall) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<kj::ClockMark> marks = {{'S', t0},
+                                            {'T', t0 + std::chrono::milliseconds(3)},
+                                            {'T', t0 + std::chrono::milliseconds(6)},
+                                            {'E', t0 + std::chrono::milliseconds(7)}};
+  ASSERT_TRUE(kj::loop_span(marks, 2));
+  EXPECT_NEAR(*kj::loop_span(marks, 2), 7.0, 1e-9);
+  EXPECT_FALSE(kj::loop_span(marks, 3));  // a report claiming more calls than the clock saw
+  EXPECT_FALSE(kj::loop_span({}, 0));
+}
+
+TEST(KernelBenchCompare, CompatModeIsTorchAllcloseExactly) {
+  const float e[] = {1000.0f, 1.0f}, a[] = {1000.15f, 1.0f};
+  auto bytes = [](const float* p) { return std::as_bytes(std::span(p, 2)); };
+  kj::Tolerance strict{1e-4, 1e-4};
+  EXPECT_TRUE(kj::compare_tensor(v1::F32, bytes(e), bytes(a), strict).passed());  // atol scaled by 1000
+  kj::Tolerance allclose{1e-4, 1e-4, /*scale_aware=*/false, /*nan_equal=*/false};
+  EXPECT_FALSE(kj::compare_tensor(v1::F32, bytes(e), bytes(a), allclose).passed());  // 0.15 > 1e-4 + 0.1
+  const float n = std::numeric_limits<float>::quiet_NaN();
+  const float en[] = {n, 1.0f}, an[] = {n, 1.0f};
+  EXPECT_TRUE(kj::compare_tensor(v1::F32, bytes(en), bytes(an), strict).passed());
+  EXPECT_FALSE(kj::compare_tensor(v1::F32, bytes(en), bytes(an), allclose).passed());
+}
+
+TEST(KernelBenchChecks, DescribedComparisonChecksShapeAndDtypeFirst) {
+  const json expected = {{"dtype", "float32"}, {"shape", {2, 3}}};
+  EXPECT_NE(kj::compare_described(expected, "/nonexistent", {{"dtype", "float32"}, {"shape", {3, 2}}}, "/nonexistent",
+                                  {1e-4, 1e-4})
+                .problem()
+                .find("shape"),
+            std::string::npos);
+  EXPECT_NE(kj::compare_described(expected, "/nonexistent", {{"dtype", "float16"}, {"shape", {2, 3}}}, "/nonexistent",
+                                  {1e-4, 1e-4})
+                .problem()
+                .find("dtype"),
+            std::string::npos);
+  EXPECT_EQ(kj::dtype_from_torch_name("bfloat16"), v1::BF16);
+  EXPECT_EQ(kj::dtype_from_torch_name("complex64"), v1::DTYPE_UNSPECIFIED);
+}
+
+TEST(KernelBenchValidate, TaskFields) {
+  kj::LimitsConfig limits;
+  v1::Job job;
+  job.set_job_id("kb-1");
+  job.set_tenant("dev");
+  auto* kb = job.mutable_kernelbench();
+  kb->set_reference_py("class Model: ...");
+  EXPECT_TRUE(kj::validate_job(job, limits));  // no candidate
+  kb->set_model_new_py("class ModelNew: ...");
+  EXPECT_FALSE(kj::validate_job(job, limits));
+  (*kb->mutable_size_overrides())["N-1"] = 4;
+  EXPECT_NE(kj::validate_job(job, limits)->message.find("identifier"), std::string::npos);
+  kb->mutable_size_overrides()->clear();
+  (*kb->mutable_size_overrides())["N"] = 0;
+  EXPECT_TRUE(kj::validate_job(job, limits));
+  kb->mutable_size_overrides()->clear();
+  kb->set_backend(v1::BACKEND_HIP);
+  EXPECT_NE(kj::validate_job(job, limits)->message.find("not supported"), std::string::npos);
+  kb->set_backend(v1::BACKEND_CPU);
+  kb->set_reference_py("");
+  EXPECT_TRUE(kj::validate_job(job, limits));
+}
+
+}  // namespace
