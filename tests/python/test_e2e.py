@@ -23,6 +23,7 @@ from kjudge.v1 import job_pb2, result_pb2, verdict_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
+KB_CACHE = BUILD / "kb-cache"  # torch extension builds and precompiled headers, shared with the suite
 BIN = BUILD / "bin"
 EXAMPLES = ROOT / "examples" / "native"
 MAX_JOB_BYTES = 256 * 1024
@@ -50,6 +51,9 @@ state_dir = "{state}"
 workers = 2
 [limits]
 max_job_bytes = {MAX_JOB_BYTES}
+[kernelbench]
+cache_dir = "{KB_CACHE}"
+harness_dir = "{ROOT / 'python'}"
 """)
     log = open(tmp_path / "kjudged.log", "w")
     proc = subprocess.Popen([str(BIN / "kjudged"), "--config", str(cfg), "--redis", redis_url],
@@ -71,6 +75,28 @@ max_job_bytes = {MAX_JOB_BYTES}
     assert any(l["event"] == "daemon.stopped" for l in lines)
     assert all(l["level"] in ("trace", "debug", "info", "warning", "error") for l in lines), lines[:3]
     shutil.rmtree(state, ignore_errors=True)
+
+
+def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
+    """A KernelBench-format job (CPU backend) submitted with the CLI, judged by kjudged; the same
+    job in compat mode read back as KernelBench's own result JSON."""
+    task = ROOT / "tests/kernelbench/tasks/activation_relu"
+    common = ["--kb-reference", str(task / "reference.py"), "--kb-candidate", str(task / "cpu_ok.py"),
+              "--backend", "cpu", "--trials", "20"]
+    cli(redis_url, "submit", *common, "--job-id", "kb-strict")
+    cli(redis_url, "submit", *common, "--job-id", "kb-compat", "--compat")
+    # the first KernelBench job on a cache also builds the precompiled torch header (~1.5 min)
+    r = json.loads(cli(redis_url, "wait", "kb-strict", "--json", "--timeout", "900", timeout=960).stdout)
+    assert r["status"] == "OK", r.get("message")
+    assert [s["name"] for s in r["correctness"]] == ["declared", "declared-2", "signed", "large", "spike"]
+    assert r["legality"]["customKernels"] >= 1 and r["performance"]["audits"] >= 1
+    kb = json.loads(cli(redis_url, "wait", "kb-compat", "--kernelbench-json", "--timeout", "900", timeout=960).stdout)
+    assert set(kb) == {"compiled", "correctness", "metadata", "runtime", "runtime_stats", "ref_runtime",
+                       "ref_runtime_stats"}
+    assert kb["compiled"] and kb["correctness"], kb["metadata"]
+    assert kb["metadata"]["correctness_trials"] == "(5 / 5)"
+    assert kb["runtime"] > 0 and kb["runtime_stats"]["num_trials"] == 100
+    assert kb["ref_runtime"] > 0
 
 
 def examples():
