@@ -100,6 +100,7 @@ TEST(KernelBenchVerdict, StaticPolicyRejectNamesRuleAndCheatClass) {
 TEST(KernelBenchVerdict, HarnessFailures) {
   kjsandbox::Report exited;
   exited.outcome = kjsandbox::Outcome::Exited;
+  exited.exit_code = 0;
   const json ok = {{"ok", true}};
   EXPECT_FALSE(kj::decide_harness(exited, &ok, kj::Party::Candidate, false, 1000));
   const json build_fail = {{"ok", false}, {"stage", "build"}, {"error", "Traceback ...\nRuntimeError: Error building extension 'x'\n"}};
