@@ -159,7 +159,9 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
   }
   perf->set_outside_wall_ms(*span);
   const double n = static_cast<double>(trial_ms.size());
-  const double bound = (in_sum + n * f.overhead_per_call_ms) * 1.5 + 5.0 + 0.05 * n;
+  // Slack for a loaded node (the clean overhead was measured at another moment, in another
+  // process): hidden work must at least double the loop to be flagged.
+  const double bound = (in_sum + n * f.overhead_per_call_ms) * 2.0 + 20.0 + 0.1 * n;
   perf->set_outside_bound_ms(bound);
   if (*span > bound) {
     add_flag(r, "outside_clock_disagrees");

@@ -438,7 +438,16 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   fail(correct);
   if (correct.verdict != v1::OK) return;
 
-  // 6. Legality (the traced pass).
+  // 6. Integrity (inputs, threads, audited calls, the daemon's clock) before legality: a memoizing
+  // candidate that skips its kernel on a cached call is a memoization cheat first.
+  clock.start(v1::STAGE_TIMING);
+  if (max_trials && orep.contains("baseline")) {
+    clean_overheads(orep["baseline"], oracle_marks, facts.overhead_per_call_ms, facts.clean_wall_minus_event_ms);
+    facts.overhead_per_call_ms = std::max(facts.overhead_per_call_ms, 0.05);
+  }
+  const auto integrity = check_after_compare(facts, r);
+  if (integrity && !compat) return fail(*integrity);
+  // 7. Legality (the traced pass).
   clock.start(v1::STAGE_LEGALITY);
   LegalityTrace trace;
   if (crep.contains("trace")) {
@@ -462,14 +471,6 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   const auto illegal = decide_legality(trace, cls, /*libraries_allowed=*/false);
   if (illegal && !compat) return fail(*illegal);
 
-  // 7-8. Timing checks and the baseline from the clean process.
-  clock.start(v1::STAGE_TIMING);
-  if (max_trials && orep.contains("baseline")) {
-    clean_overheads(orep["baseline"], oracle_marks, facts.overhead_per_call_ms, facts.clean_wall_minus_event_ms);
-    facts.overhead_per_call_ms = std::max(facts.overhead_per_call_ms, 0.05);
-  }
-  const auto integrity = check_after_compare(facts, r);
-  if (integrity && !compat) return fail(*integrity);
   if (max_trials && crep.contains("timing")) {
     auto* perf = r.mutable_performance();
     *perf->mutable_candidate() = stats_of(crep["timing"]);
@@ -483,8 +484,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
         perf->set_speedup_vs_compiled(pick(perf->compiled_baseline()) / pick(perf->candidate()));
     }
   }
-  if (illegal) return fail(*illegal);
   if (integrity) return fail(*integrity);
+  if (illegal) return fail(*illegal);
   clock.start(v1::STAGE_DONE);
 }
 
