@@ -35,6 +35,8 @@ std::uint64_t random_u64() {
 
 bool is_output(const v1::Argument& a) { return a.has_tensor() && a.tensor().role() != v1::IN; }
 
+}  // namespace
+
 void add_flag(v1::Result& r, const std::string& f) {
   for (const auto& x : r.legality().flags())
     if (x == f) return;
@@ -52,7 +54,6 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-}  // namespace
 
 InputDigests digest_input_sets(const v1::NativeTask& task, const std::vector<InputSet>& sets) {
   InputDigests out;

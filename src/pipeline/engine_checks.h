@@ -20,6 +20,12 @@
 
 namespace kj {
 
+// Shared by the native and KernelBench checks: a legality flag (once), a CHEAT decision with its
+// class, the median of timings (0 when empty).
+void add_flag(kjudge::v1::Result& r, const std::string& flag);
+Decision cheat(kjudge::v1::Result& r, kjudge::v1::CheatClass c, std::string message);
+double median(std::vector<double> v);
+
 // set index -> arg index -> digest64 of the bytes the daemon wrote.
 using InputDigests = std::map<unsigned, std::map<int, std::uint64_t>>;
 InputDigests digest_input_sets(const kjudge::v1::NativeTask& task, const std::vector<InputSet>& sets);

@@ -5,41 +5,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipeline/engine_checks.h"
 #include "pipeline/pipeline_util.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
 namespace fs = std::filesystem;
 
-namespace {
-
-void add_flag(v1::Result& r, const std::string& f) {
-  for (const auto& have : r.legality().flags())
-    if (have == f) return;
-  r.mutable_legality()->add_flags(f);
-}
-
-Decision cheat(v1::Result& r, v1::CheatClass c, std::string message) {
-  r.set_cheat_class(c);
-  return {v1::CHEAT, std::move(message)};
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::vector<double> doubles(const nlohmann::json& j, const char* key) {
+std::vector<double> json_doubles(const nlohmann::json& j, const char* key) {
   std::vector<double> out;
   if (j.contains(key) && j[key].is_array())
     for (const auto& x : j[key])
       if (x.is_number()) out.push_back(x.get<double>());
   return out;
 }
-
-}  // namespace
 
 v1::DType dtype_from_torch_name(const std::string& n) {
   static const std::pair<const char*, v1::DType> names[] = {
@@ -126,7 +105,7 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
   if (t.value("stop_reason", "") == "compat") return std::nullopt;  // KernelBench's loop: no engine checks
 
   // 3. Audited timed calls (inputs perturbed per call): full outputs against the oracle's.
-  const auto trial_ms = doubles(t, "trial_ms"), wall_ms = doubles(t, "trial_wall_ms");
+  const auto trial_ms = json_doubles(t, "trial_ms"), wall_ms = json_doubles(t, "trial_wall_ms");
   unsigned audits = 0;
   for (const auto& call_j : f.oracle->value("audits", nlohmann::json::array())) {
     const int call = call_j.get<int>();
@@ -179,7 +158,7 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
   // 5. Device work outside the timed stream: host wall (launch .. device-wide sync) against the
   // events, beyond what the clean process's harness overhead explains.
   if (t.value("method", "") == "cuda_events") {
-    const double ev = median_of(trial_ms), wall = median_of(wall_ms);
+    const double ev = median(trial_ms), wall = median(wall_ms);
     if (wall > 2.0 * ev + 1.5 * f.clean_wall_minus_event_ms + 0.05) {
       add_flag(r, "work_outside_events");
       return cheat(r, v1::CHEAT_STREAM,

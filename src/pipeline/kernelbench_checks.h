@@ -17,6 +17,9 @@
 
 namespace kj {
 
+// The numbers in j[key] (a harness report's array); empty when absent.
+std::vector<double> json_doubles(const nlohmann::json& j, const char* key);
+
 // dtype names as the harness writes them ("float32", "bfloat16", ...); DTYPE_UNSPECIFIED if unknown.
 kjudge::v1::DType dtype_from_torch_name(const std::string& name);
 

@@ -147,8 +147,7 @@ json publish_builds(const json& records, const fs::path& build_dir, const fs::pa
 }
 
 v1::TimingStats stats_of(const json& timing) {
-  std::vector<double> ms;
-  for (const auto& x : timing.value("trial_ms", json::array())) ms.push_back(x.get<double>());
+  const std::vector<double> ms = json_doubles(timing, "trial_ms");
   v1::TimingStats s = timing_stats(ms, timing.value("method", ""));
   if (!ms.empty()) s.set_max_ms(*std::max_element(ms.begin(), ms.end()));
   if (timing.contains("kernelbench_stats")) {  // KernelBench's rounding (3 significant figures)
@@ -164,9 +163,7 @@ v1::TimingStats stats_of(const json& timing) {
 // Per-call harness overhead outside the timed region, and the clean wall-minus-event gap, from
 // the oracle's baseline loop (a process that never ran candidate code).
 void clean_overheads(const json& timing, const std::vector<ClockMark>& marks, double& per_call, double& wall_gap) {
-  std::vector<double> ms, wall;
-  for (const auto& x : timing.value("trial_ms", json::array())) ms.push_back(x.get<double>());
-  for (const auto& x : timing.value("trial_wall_ms", json::array())) wall.push_back(x.get<double>());
+  const std::vector<double> ms = json_doubles(timing, "trial_ms"), wall = json_doubles(timing, "trial_wall_ms");
   double sum = 0;
   for (double x : ms) sum += x;
   if (auto span = loop_span(marks, ms.size()); span && !ms.empty()) per_call = std::max(0.0, (*span - sum) / ms.size());
