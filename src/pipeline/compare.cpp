@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "pipeline/dtype.h"
 
@@ -40,32 +41,40 @@ v1::TensorComparison compare_tensor(v1::DType dtype, std::span<const std::byte> 
     return c;
   }
   double scale = 1.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double e = dtype_load(dtype, expected.data(), i);
-    if (std::isfinite(e)) scale = std::max(scale, std::abs(e));
-  }
-  const double abs_floor = tol.scale_aware ? tol.atol * scale : tol.atol;
   std::uint64_t bad = 0, nan_bad = 0;
   double max_abs = 0, max_rel = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double e = dtype_load(dtype, expected.data(), i), a = dtype_load(dtype, actual.data(), i);
-    bool ok;
-    if (std::isnan(e) || std::isnan(a)) {
-      ok = tol.nan_equal && std::isnan(e) && std::isnan(a);
-      if (!ok && std::isnan(a)) ++nan_bad;
-    } else if (std::isinf(e) || std::isinf(a)) {
-      ok = e == a;
-    } else {
-      const double d = std::abs(a - e);
-      max_abs = std::max(max_abs, d);
-      if (e != 0) max_rel = std::max(max_rel, d / std::abs(e));
-      ok = d <= abs_floor + tol.rtol * std::abs(e);
+  std::int64_t first_bad = -1;
+  with_dtype_loader(dtype, [&](auto load) {
+    const std::byte *ed = expected.data(), *ad = actual.data();
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < n; ++i) {
+      const double m = std::abs(load(ed, i));
+      if (m < kInf) scale = std::max(scale, m);  // finite values only (NaN compares false)
     }
-    if (!ok) {
-      if (bad == 0) c.set_first_mismatch_index(static_cast<std::int64_t>(i));
-      ++bad;
+    const double abs_floor = tol.scale_aware ? tol.atol * scale : tol.atol;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double e = load(ed, i), a = load(ad, i);
+      const double d = std::abs(a - e), lim = abs_floor + tol.rtol * std::abs(e);
+      if (d <= lim && lim < kInf) [[likely]] {  // both finite and within tolerance: the common case
+        max_abs = std::max(max_abs, d);
+        max_rel = std::max(max_rel, e != 0 ? d / std::abs(e) : 0.0);
+        continue;
+      }
+      bool ok;
+      if (std::isnan(e) || std::isnan(a)) {
+        ok = tol.nan_equal && std::isnan(e) && std::isnan(a);
+        if (!ok && std::isnan(a)) ++nan_bad;
+      } else if (std::isinf(e) || std::isinf(a)) {
+        ok = e == a;
+      } else {
+        max_abs = std::max(max_abs, d);
+        if (e != 0) max_rel = std::max(max_rel, d / std::abs(e));
+        ok = d <= lim;
+      }
+      if (!ok && bad++ == 0) first_bad = static_cast<std::int64_t>(i);
     }
-  }
+  });
+  c.set_first_mismatch_index(first_bad);
   c.set_mismatches(bad);
   c.set_max_abs_error(max_abs);
   c.set_max_rel_error(max_rel);

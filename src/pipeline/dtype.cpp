@@ -3,11 +3,10 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace kj {
 using kjudge::v1::DType;
-
-namespace {
 
 double half_to_double(std::uint16_t h) {
   const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
@@ -17,6 +16,17 @@ double half_to_double(std::uint16_t h) {
   else v = std::ldexp(mant + 1024, exp - 25);
   return sign ? -v : v;
 }
+
+const double* half_table() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(65536);
+    for (std::uint32_t h = 0; h < t.size(); ++h) t[h] = half_to_double(static_cast<std::uint16_t>(h));
+    return t;
+  }();
+  return table.data();
+}
+
+namespace {
 
 std::uint16_t float_to_half(float f) {
   // round-to-nearest-even via the hardware-independent bit recipe
@@ -49,13 +59,6 @@ std::uint16_t float_to_bf16(float f) {
 }
 
 template <typename T>
-T load_as(const std::byte* data, std::size_t i) {
-  T v;
-  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <typename T>
 void store_as(std::byte* data, std::size_t i, T v) {
   std::memcpy(data + i * sizeof(T), &v, sizeof(T));
 }
@@ -78,17 +81,17 @@ bool dtype_is_float(DType t) {
 
 double dtype_load(DType t, const std::byte* d, std::size_t i) {
   switch (t) {
-    case kjudge::v1::F32: return load_as<float>(d, i);
-    case kjudge::v1::F64: return load_as<double>(d, i);
-    case kjudge::v1::F16: return half_to_double(load_as<std::uint16_t>(d, i));
-    case kjudge::v1::BF16: return std::bit_cast<float>(static_cast<std::uint32_t>(load_as<std::uint16_t>(d, i)) << 16);
-    case kjudge::v1::I8: return load_as<std::int8_t>(d, i);
-    case kjudge::v1::I16: return load_as<std::int16_t>(d, i);
-    case kjudge::v1::I32: return load_as<std::int32_t>(d, i);
-    case kjudge::v1::I64: return static_cast<double>(load_as<std::int64_t>(d, i));
-    case kjudge::v1::U8: return load_as<std::uint8_t>(d, i);
-    case kjudge::v1::U32: return load_as<std::uint32_t>(d, i);
-    case kjudge::v1::BOOL: return load_as<std::uint8_t>(d, i) != 0;
+    case kjudge::v1::F32: return load_raw<float>(d, i);
+    case kjudge::v1::F64: return load_raw<double>(d, i);
+    case kjudge::v1::F16: return half_to_double(load_raw<std::uint16_t>(d, i));
+    case kjudge::v1::BF16: return std::bit_cast<float>(static_cast<std::uint32_t>(load_raw<std::uint16_t>(d, i)) << 16);
+    case kjudge::v1::I8: return load_raw<std::int8_t>(d, i);
+    case kjudge::v1::I16: return load_raw<std::int16_t>(d, i);
+    case kjudge::v1::I32: return load_raw<std::int32_t>(d, i);
+    case kjudge::v1::I64: return static_cast<double>(load_raw<std::int64_t>(d, i));
+    case kjudge::v1::U8: return load_raw<std::uint8_t>(d, i);
+    case kjudge::v1::U32: return load_raw<std::uint32_t>(d, i);
+    case kjudge::v1::BOOL: return load_raw<std::uint8_t>(d, i) != 0;
     default: return NAN;
   }
 }
