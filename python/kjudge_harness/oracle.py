@@ -3,6 +3,7 @@ expected outputs. Inputs go to a directory the candidate reads; expected outputs
 the daemon reads. Also times the reference (eager, and torch.compile where it exists) when the
 daemon has no cached baseline: this process never ran candidate code."""
 import os
+import sys
 
 import torch
 
@@ -17,6 +18,30 @@ def pick_device(request):
     if not torch.cuda.is_available():
         raise RuntimeError(f"backend '{request['backend']}' needs a GPU and none is visible to the oracle")
     return torch.device("cuda")
+
+
+def node_identity(device):
+    """What a cached baseline is only valid on: the device model and driver, torch and its CUDA,
+    the interpreter. Cheap to compute, so the oracle checks it before skipping its timing."""
+    parts = [f"torch {torch.__version__}", f"cuda {torch.version.cuda}", sys.executable]
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        parts += [props.name, f"cc {props.major}.{props.minor}", f"sms {props.multi_processor_count}",
+                  f"mem {props.total_memory}"]
+        try:
+            with open("/proc/driver/nvidia/version") as f:
+                parts.append(f.readline().strip())
+        except OSError:
+            parts.append("driver unknown")
+    else:
+        model = ""
+        try:
+            with open("/proc/cpuinfo") as f:
+                model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+        except OSError:
+            pass
+        parts += ["cpu", model, f"threads {torch.get_num_threads()}"]
+    return " | ".join(parts)
 
 
 def json_value(v):
@@ -67,7 +92,7 @@ def run(request):
     os.makedirs(exp_dir, exist_ok=True)
     report = {"ok": True, "init_inputs": init_inputs, "sets": [], "device": str(device),
               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-              "torch_version": torch.__version__}
+              "torch_version": torch.__version__, "node_identity": node_identity(device)}
     pools = []
     declared_finite = True
     with torch.no_grad():
@@ -108,7 +133,10 @@ def run(request):
         report["audits"] = audits
         report["pool"] = pool_idx
 
-        if request.get("time_baseline") and not timing_cfg.get("skip"):
+        cached_on = request.get("baseline_unless_identity") or ""
+        if cached_on and cached_on == report["node_identity"]:
+            report["baseline_skipped"] = True  # the daemon has this node's figures
+        elif request.get("time_baseline") and not timing_cfg.get("skip"):
             report["baseline"] = time_reference(model, [by_index[k] for k in pool_idx], timing_cfg, device, compat,
                                                 request.get("clock_path"))
             compiled = compiled_model(model, device, compat)

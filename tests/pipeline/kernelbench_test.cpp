@@ -6,9 +6,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
+#include <unistd.h>
+
 #include "pipeline/compare.h"
+#include "pipeline/kernelbench_baseline_cache.h"
 #include "pipeline/kernelbench_checks.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/validate.h"
@@ -187,3 +192,50 @@ TEST(KernelBenchValidate, TaskFields) {
 }
 
 }  // namespace
+
+TEST(KernelBenchBaselineCache, KeyedByTaskRulesAndNodeNotBySecrets) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kb-baseline-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  v1::KernelBenchTask task;
+  task.set_reference_py("class Model: ...");
+  task.set_backend(v1::BACKEND_CPU);
+  (*task.mutable_size_overrides())["N"] = 64;
+  const json timing = {{"warmup", 3}, {"min_trials", 10}, {"max_trials", 100}, {"perturb_seed", 1},
+                       {"audit_calls", {2, 5}}};
+  const json entry = {{"baseline", {{"trial_ms", {1.0, 2.0}}}}, {"overhead_per_call_ms", 0.1}, {"wall_gap_ms", 0.0}};
+  EXPECT_FALSE(kj::KernelBenchBaselineCache(dir, task, false, timing).cached());
+  kj::KernelBenchBaselineCache(dir, task, false, timing).store("node A", entry);
+
+  // Same task and rules, other secrets: the entry and the node it was measured on.
+  json other_secrets = timing;
+  other_secrets["perturb_seed"] = 99;
+  other_secrets["audit_calls"] = {7};
+  const kj::KernelBenchBaselineCache hit(dir, task, false, other_secrets);
+  ASSERT_TRUE(hit.cached());
+  EXPECT_EQ(*hit.cached(), entry);
+  EXPECT_EQ(hit.expected_identity(), "node A");
+
+  // Anything that changes the reference's timing misses.
+  json more_trials = timing;
+  more_trials["max_trials"] = 200;
+  EXPECT_FALSE(kj::KernelBenchBaselineCache(dir, task, false, more_trials).cached());
+  EXPECT_FALSE(kj::KernelBenchBaselineCache(dir, task, true, timing).cached());  // compat mode
+  auto resized = task;
+  (*resized.mutable_size_overrides())["N"] = 128;
+  EXPECT_FALSE(kj::KernelBenchBaselineCache(dir, resized, false, timing).cached());
+  auto fp16 = task;
+  fp16.set_precision(v1::FP16);
+  EXPECT_FALSE(kj::KernelBenchBaselineCache(dir, fp16, false, timing).cached());
+
+  // Another node measured last: its identity is expected now, and A's entry is not offered for it.
+  kj::KernelBenchBaselineCache(dir, resized, false, timing).store("node B", entry);
+  EXPECT_FALSE(kj::KernelBenchBaselineCache(dir, task, false, timing).cached());
+
+  // A damaged entry is a miss, not a crash.
+  kj::KernelBenchBaselineCache(dir, task, false, timing).store("node B", entry);
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().extension() == ".json") std::ofstream(f.path()) << "{not json";
+  EXPECT_FALSE(kj::KernelBenchBaselineCache(dir, task, false, timing).cached());
+  fs::remove_all(dir);
+}

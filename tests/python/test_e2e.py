@@ -90,6 +90,12 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
     assert r["status"] == "OK", r.get("message")
     assert [s["name"] for s in r["correctness"]] == ["declared", "declared-2", "signed", "large", "spike"]
     assert r["legality"]["customKernels"] >= 1 and r["performance"]["audits"] >= 1
+    # the next candidate for the same task on this node reuses the reference's timing
+    cli(redis_url, "submit", *common, "--job-id", "kb-strict-again")
+    again = json.loads(cli(redis_url, "wait", "kb-strict-again", "--json", "--timeout", "300", timeout=360).stdout)
+    assert again["status"] == "OK", again.get("message")
+    assert again["performance"].get("baselineCached") is True
+    assert again["performance"]["baseline"] == r["performance"]["baseline"]
     kb = json.loads(cli(redis_url, "wait", "kb-compat", "--kernelbench-json", "--timeout", "900", timeout=960).stdout)
     assert set(kb) == {"compiled", "correctness", "metadata", "runtime", "runtime_stats", "ref_runtime",
                        "ref_runtime_stats"}
