@@ -86,7 +86,12 @@ def main():
     ap.add_argument("--out", help="write the table and the raw results (JSON lines) here")
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--state-base", default="/tmp/kjudge-kb-suite", help="per-run state dirs go here")
+    ap.add_argument("--progress", help="JSON lines, one per finished run, appended as runs end "
+                    "(default: OUT.partial.jsonl)")
+    ap.add_argument("--resume", action="store_true", help="skip runs already in --progress (a run cut short "
+                    "by a time limit goes on where it stopped)")
     args = ap.parse_args()
+    progress = args.progress or (args.out + ".partial.jsonl" if args.out else None)
     with open(os.path.join(HERE, "manifest.json")) as f:
         manifest = json.load(f)
     jobs = jobs_from_manifest(manifest, args.backend, set(args.only) if args.only else None)
@@ -94,10 +99,20 @@ def main():
     if args.compat_too:
         runs += [(j, True) for j in jobs if j["expect"] == "OK" and j["kind"] == "candidate"]
     results = [None] * len(runs)
+    if args.resume and progress and os.path.exists(progress):
+        done = {}
+        with open(progress) as f:
+            for line in f:
+                row = json.loads(line)
+                done[(row["task"], row["file"], row["compat"])] = (row["result"], row["wall_s"])
+        for i, (j, compat) in enumerate(runs):
+            results[i] = done.get((j["task"]["id"], j["file"], compat))
+        print(f"resuming: {sum(r is not None for r in results)}/{len(runs)} runs already done", flush=True)
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futs = {pool.submit(run_one, args.kjudge, args.config, j, args.backend, args.trials,
                             j["task"].get("gpu_size_overrides") if args.gpu_sizes else None, compat,
-                            args.timeout, os.path.join(args.state_base, f"run{i}")): i for i, (j, compat) in enumerate(runs)}
+                            args.timeout, os.path.join(args.state_base, f"run{i}")): i
+                for i, (j, compat) in enumerate(runs) if results[i] is None}
         for fut in cf.as_completed(futs):
             i = futs[fut]
             try:
@@ -110,8 +125,8 @@ def main():
             print(f"[{sum(r is not None for r in results)}/{len(runs)}] {job['task']['id']} {job['file']} "
                   f"{'compat' if compat else 'strict'}: {res.get('status')} {res.get('cheatClass', '')} "
                   f"{wall:.1f}s {res.get('message', '')[:120]}", flush=True)
-            if args.out:
-                with open(args.out + ".partial.jsonl", "a") as f:
+            if progress:
+                with open(progress, "a") as f:
                     f.write(json.dumps({"task": job["task"]["id"], "file": job["file"], "compat": compat,
                                         "expect": job["expect"], "result": res, "wall_s": wall}) + "\n")
     lines, bad = [], 0
