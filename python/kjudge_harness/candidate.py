@@ -3,7 +3,6 @@ prebuilt extensions read-only, builds ModelNew with the weight seed, runs it on 
 (outputs to files the daemon compares; inputs checksummed after each call), one traced pass for
 legality, then the timed loop. Nothing here decides a verdict and no expected output exists in
 this process: the report is raw facts for the daemon."""
-import hashlib
 import json
 import os
 import threading
@@ -13,6 +12,7 @@ import torch
 from . import extensions, guards, protocol, timing, trace
 from . import inputs as kin
 from .module_loader import load_module
+from .snapshot import InputSnapshot
 
 _type = type
 
@@ -22,18 +22,6 @@ def task_count():
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return -1
-
-
-def digest(values):
-    h = hashlib.blake2b(digest_size=16)
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            host = v.detach().to("cpu").contiguous()
-            raw = host.view(torch.int16) if host.dtype == torch.bfloat16 else host
-            h.update(raw.numpy().tobytes())
-        else:
-            h.update(repr(v).encode())
-    return h.hexdigest()
 
 
 def overlaps(a, b):
@@ -103,7 +91,7 @@ def run(request, report):
     for entry in oracle["sets"]:
         if "skipped" in entry:
             continue
-        values = torch.load(os.path.join(request["inputs_dir"], f"set{entry['index']}.pt"))
+        values = protocol.load_values(os.path.join(request["inputs_dir"], f"set{entry['index']}.pt"))
         sets[entry["index"]] = protocol.to_device(values, device)
 
     report["stage"] = "correctness"
@@ -113,7 +101,7 @@ def run(request, report):
             if "skipped" in entry:
                 continue
             k = entry["index"]
-            before = digest(sets[k])
+            before = InputSnapshot(sets[k])
             poison(device, 2 * entry.get("output_nbytes", 0))
             out = model(*sets[k])
             if device.type == "cuda":
@@ -124,9 +112,9 @@ def run(request, report):
                 desc["device"] = str(out.device)
                 desc["aliases_input"] = any(overlaps(out, v) for v in sets[k])
             outputs.append(desc)
-            if digest(sets[k]) != before:
+            if before.changed(sets[k]):
                 mutated.append(entry["name"])
-            del out
+            del out, before
         report["outputs"] = outputs
         report["inputs_mutated"] = mutated
         report["guards_changed"] = guard.changed()
@@ -145,10 +133,11 @@ def run(request, report):
                     if _type(out) is torch.Tensor:
                         protocol.write_tensor(out, os.path.join(audit_dir, f"audit{call}.bin"))
 
-                bases = [digest(v) for v in pool]
+                pool_snapshot = InputSnapshot(v for values in pool for v in values)
                 report["timing"] = timing.strict_loop(model, pool, tcfg, device, on_audit, request.get("clock_path"))
-                if [digest(v) for v in pool] != bases:
+                if pool_snapshot.changed(v for values in pool for v in values):
                     report["flags"].append("inputs_mutated_during_timing")
+                del pool_snapshot
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         report["threads_before"], report["threads_after"] = threads_before, task_count()

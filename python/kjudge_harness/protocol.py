@@ -1,6 +1,7 @@
 """The harness's side of the channel with kjudged: a JSON request in, a JSON report out, and
 tensors as raw little-endian bytes (C order) next to a JSON description. The daemon parses the
 report and reads the tensors itself; nothing here decides a verdict."""
+import inspect
 import json
 import os
 import traceback
@@ -41,9 +42,18 @@ def write_tensor(t, path):
     # bfloat16 has no numpy dtype: move its bytes as int16.
     raw = host.view(torch.int16) if host.dtype == torch.bfloat16 else host
     with open(path, "wb") as f:
-        f.write(raw.numpy().tobytes())
+        f.write(memoryview(raw.numpy()).cast("B"))  # no intermediate copy of the bytes
     return {"dtype": name, "shape": list(t.shape), "file": os.path.basename(path)}
 
 
 def to_device(values, device):
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+# torch >= 2.1 maps a saved file instead of reading it into memory first.
+_LOAD_MMAP = "mmap" in inspect.signature(torch.load).parameters
+
+
+def load_values(path):
+    """An input set the oracle saved (a list of tensors and plain values)."""
+    return torch.load(path, mmap=True) if _LOAD_MMAP else torch.load(path)
