@@ -5,6 +5,7 @@ the stage it reached, the error); a role that cannot write it was killed, and th
 that from the sandbox's own report."""
 import sys
 
+from . import phases  # first: its clock starts before torch is imported
 from . import protocol
 
 
@@ -26,6 +27,7 @@ def main(argv):
             from . import candidate as impl
         else:
             raise ValueError(f"unknown role '{role}'")
+        phases.mark("import")
         if role == "oracle":
             report.update(impl.run(request))
         else:
@@ -34,6 +36,8 @@ def main(argv):
         report["ok"] = False
         report["error"] = protocol.error_text(exc)
         report["error_type"] = type(exc).__name__
+    phases.mark("rest")
+    report["phase_seconds"] = phases.seconds
     protocol.write_report(report_path, report)
     return 0
 

@@ -4,7 +4,7 @@ job's build dir (or taken from the cache) and recorded in a manifest for the can
 import json
 import os
 
-from . import extensions, static_policy
+from . import extensions, phases, static_policy
 from .module_loader import load_module
 
 
@@ -24,6 +24,7 @@ def run(request, report):
     report["stage"] = "static_policy"
     policy = static_policy.check(source, request["backend"], request.get("policy_overrides") or {})
     report["static_policy"] = policy
+    phases.mark("static_policy")
     if policy.get("reject"):
         report["ok"] = True  # the policy ran; the daemon turns its reject into the verdict
         return report
@@ -36,6 +37,7 @@ def run(request, report):
                                   request["backend"], request.get("arch_list", ""))
     extensions.install(hooks)
     cand = load_module(request["candidate_path"], "candidate")
+    phases.mark("build")
     if not hasattr(cand, "ModelNew"):
         raise AttributeError("the candidate module defines no ModelNew")
     # Extensions built in ModelNew.__init__ are only seen when it runs: try it on the CPU (no GPU
@@ -46,6 +48,7 @@ def run(request, report):
             cand.ModelNew(*ref.get_init_inputs())
         except Exception as exc:  # noqa: BLE001
             report["init_probe"] = f"{type(exc).__name__}: {exc}"[:500]
+    phases.mark("init_probe")
     report["extensions"] = hooks.records
     with open(request["manifest_path"], "w") as f:
         json.dump(hooks.records, f)

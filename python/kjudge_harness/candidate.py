@@ -9,7 +9,7 @@ import threading
 
 import torch
 
-from . import extensions, guards, protocol, timing, trace
+from . import extensions, guards, phases, protocol, timing, trace
 from . import inputs as kin
 from .module_loader import load_module
 from .snapshot import InputSnapshot
@@ -59,6 +59,7 @@ def run(request, report):
     oracle = request["oracle"]  # the oracle's report, minus nothing secret: shapes and sizes only
     report.update({"ok": False, "stage": "load", "flags": []})
     warm_up_framework(device)
+    phases.mark("device_init")
     threads_before = task_count()
     py_threads_before = threading.active_count()
 
@@ -84,6 +85,7 @@ def run(request, report):
     if dtype != torch.float32:
         model = model.to(dtype)
     report["guards_changed"] = guard.changed()
+    phases.mark("load_and_init")
 
     out_dir = request["outputs_dir"]
     os.makedirs(out_dir, exist_ok=True)
@@ -93,6 +95,7 @@ def run(request, report):
             continue
         values = protocol.load_values(os.path.join(request["inputs_dir"], f"set{entry['index']}.pt"))
         sets[entry["index"]] = protocol.to_device(values, device)
+    phases.mark("load_inputs")
 
     report["stage"] = "correctness"
     outputs, mutated = [], []
@@ -119,6 +122,7 @@ def run(request, report):
         report["inputs_mutated"] = mutated
         report["guards_changed"] = guard.changed()
 
+        phases.mark("correctness")
         report["stage"] = "timing"
         tcfg = dict(request.get("timing") or {})
         if not tcfg.get("skip"):
@@ -140,6 +144,7 @@ def run(request, report):
                 del pool_snapshot
         if device.type == "cuda":
             torch.cuda.synchronize(device)
+        phases.mark("timing")
         report["threads_before"], report["threads_after"] = threads_before, task_count()
         report["python_threads_started"] = threading.active_count() - py_threads_before
 
@@ -150,6 +155,7 @@ def run(request, report):
         if request.get("trace", True):
             traced_out, report["trace"] = trace.traced_call(model, sets[first], device, counter)
             del traced_out
+        phases.mark("trace")
     report["guards_changed"] = guard.changed()
     report["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     report["torch_version"] = torch.__version__

@@ -8,7 +8,7 @@ import sys
 import torch
 
 from . import inputs as kin
-from . import protocol, timing
+from . import phases, protocol, timing
 from .module_loader import load_module
 
 
@@ -77,6 +77,7 @@ def run(request):
     if dtype != torch.float32:
         model = model.to(dtype)
     model.eval()
+    phases.mark("reference_init")
 
     timing_cfg = dict(request.get("timing") or {})
     if compat:
@@ -117,6 +118,7 @@ def run(request):
             report["sets"].append(entry)
             pools.append((k, values))
 
+        phases.mark("sets")
         usable = [k for k, _ in pools]
         # Audited timed calls: expected outputs for exactly the inputs the candidate's call i sees.
         pool_idx = [k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1]
@@ -131,6 +133,7 @@ def run(request):
             kin.restore(undo)
             audits.append(call)
         report["audits"] = audits
+        phases.mark("audits")
         report["pool"] = pool_idx
 
         cached_on = request.get("baseline_unless_identity") or ""
@@ -139,10 +142,12 @@ def run(request):
         elif request.get("time_baseline") and not timing_cfg.get("skip"):
             report["baseline"] = time_reference(model, [by_index[k] for k in pool_idx], timing_cfg, device, compat,
                                                 request.get("clock_path"))
+            phases.mark("baseline")
             compiled = compiled_model(model, device, compat)
             if compiled is not None:
                 report["compiled_baseline"] = time_reference(compiled, [by_index[k] for k in pool_idx], timing_cfg,
                                                              device, compat, None)
+            phases.mark("compiled_baseline")
     return report
 
 

@@ -176,6 +176,13 @@ void clean_overheads(const json& timing, const std::vector<ClockMark>& marks, do
   }
 }
 
+// The harness's own phase times (what inside a stage took the time), prefixed by its role.
+void add_phases(v1::Result& r, const std::string& role, const HarnessStep& step) {
+  if (!step.report || !step.report->contains("phase_seconds") || !(*step.report)["phase_seconds"].is_object()) return;
+  for (const auto& [name, v] : (*step.report)["phase_seconds"].items())
+    if (v.is_number()) (*r.mutable_phase_seconds())[role + "." + name] = v.get<double>();
+}
+
 // Run slots are exclusive per GPU while they hold it (design §3): an flock on a file in the cache
 // dir, so separate processes (kjudged workers, parallel `kjudge eval`s) never time on a shared GPU.
 class GpuLock {
@@ -257,6 +264,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                {"policy_overrides", policy_overrides}};
   if (completion) b.request["completion_path"] = "/job/completion.md";
   const auto build = run_harness(cfg, b);
+  add_phases(r, "build", build);
   auto* compile = r.mutable_compile();
   compile->set_seconds(build.sandbox.wall_seconds);
   const std::string build_error = build.report ? build.report->value("error", "") : "";
@@ -336,6 +344,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     oracle = run_harness(cfg, o);
     oracle_marks = reader.finish();
   }
+  add_phases(r, "oracle", oracle);
   if (!oracle.report || !oracle.report->value("ok", false)) {
     const std::string err = oracle.report ? oracle.report->value("error", "") : tail(oracle.sandbox.stderr_data, 2000);
     detail = err;
@@ -404,6 +413,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     cand = run_harness(cfg, c);
     marks = reader.finish();
   }
+  add_phases(r, "candidate", cand);
   r.mutable_resources()->set_cpu_seconds(cand.sandbox.cpu_seconds);
   r.mutable_resources()->set_wall_seconds(cand.sandbox.wall_seconds);
   r.mutable_resources()->set_peak_host_memory_bytes(cand.sandbox.peak_rss_bytes);
