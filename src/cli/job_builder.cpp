@@ -91,6 +91,14 @@ v1::Job build_job(const JobSpec& spec) {
     auto* t = job.mutable_trivial();
     for (const auto& a : spec.trivial_argv) t->add_argv(a);
   }
+  for (const auto& m : spec.meta) {
+    const auto eq = m.find('=');
+    if (eq == std::string::npos || eq == 0) throw std::runtime_error("--meta takes KEY=VALUE, not '" + m + "'");
+    (*job.mutable_client_meta())[m.substr(0, eq)] = m.substr(eq + 1);
+  }
+  // KernelBench's eval_results.json groups samples by problem: keep the problem id in the result.
+  if (job.has_kernelbench() && !job.kernelbench().problem_id().empty() && !job.client_meta().contains("problem_id"))
+    (*job.mutable_client_meta())["problem_id"] = job.kernelbench().problem_id();
   if (!spec.job_id.empty()) job.set_job_id(spec.job_id);
   if (job.job_id().empty()) job.set_job_id(random_job_id());
   if (spec.tenant) job.set_tenant(*spec.tenant);

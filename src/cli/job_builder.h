@@ -29,6 +29,7 @@ struct JobSpec {
   std::vector<std::string> sizes;                  // NAME=VALUE module-constant overrides
   bool trivial = false;                            // a TrivialTask (queue tests, benchmarks)
   std::vector<std::string> trivial_argv;           // default /bin/true
+  std::vector<std::string> meta;                   // KEY=VALUE pairs for client_meta (echoed in the result)
 };
 
 // Throws std::runtime_error with a message naming the file or flag at fault.

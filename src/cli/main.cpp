@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cli/admin.h"
 #include "cli/job_builder.h"
@@ -54,6 +56,7 @@ void add_job_options(CLI::App* cmd, JobSpec& s) {
   cmd->add_option("--precision", s.precision, "fp32 (default), fp16, bf16");
   cmd->add_flag("--compat", s.compat, "KernelBench compatibility mode (seed 42, allclose, 100 trials)");
   cmd->add_option("--size", s.sizes, "NAME=VALUE: replace a module-level size constant of the reference");
+  cmd->add_option("--meta", s.meta, "KEY=VALUE: client metadata echoed in the result (e.g. sample_id=3)");
 }
 
 kjqueue::Endpoint endpoint_for(const std::string& url) {
@@ -103,6 +106,18 @@ int main(int argc, char** argv) {
   wait->add_option("--timeout", wait_timeout, "seconds (exit code 3 when it passes)");
   wait->add_flag("--json", json, "print the Result in protobuf JSON");
   wait->add_flag("--kernelbench-json", kernelbench_format, "print KernelBench's result JSON (compiled, correctness, runtime, ...)");
+
+  std::vector<std::string> kbr_ids;
+  std::optional<std::string> kbr_ids_file, kbr_out;
+  std::string kbr_tenant = "dev";
+  double kbr_timeout = 0;
+  auto* kbr = app.add_subcommand("kernelbench-results",
+                                 "write KernelBench's eval_results.json (samples grouped by problem) for finished jobs");
+  kbr->add_option("job_ids", kbr_ids, "jobs to include");
+  kbr->add_option("--ids-from", kbr_ids_file, "file with one job id per line")->check(CLI::ExistingFile);
+  kbr->add_option("--tenant", kbr_tenant, "tenant of the jobs");
+  kbr->add_option("--timeout", kbr_timeout, "seconds to wait for each missing result (default 0: only finished jobs)");
+  kbr->add_option("-o,--out", kbr_out, "write here instead of stdout");
 
   std::optional<std::string> config_file;
   auto* eval = app.add_subcommand("eval", "judge one job locally, in this process (no Redis)");
@@ -209,6 +224,34 @@ int main(int argc, char** argv) {
       v1::Result r;
       if (!r.ParseFromString(*bytes)) throw std::runtime_error("stored result is not a kjudge.v1.Result");
       return print_result(r, json);
+    }
+    if (*kbr) {
+      if (kbr_ids_file) {
+        std::istringstream lines(kj::cli::read_text(*kbr_ids_file));
+        for (std::string line; std::getline(lines, line);)
+          if (!line.empty()) kbr_ids.push_back(line);
+      }
+      kjqueue::Queue q(endpoint_for(redis), partition);
+      std::vector<v1::Result> results;
+      int missing = 0;
+      for (const auto& id : kbr_ids) {
+        auto bytes = kbr_timeout > 0 ? q.wait_result(kbr_tenant, id, std::chrono::milliseconds(static_cast<long>(kbr_timeout * 1000)))
+                                     : q.get_result(kbr_tenant, id);
+        v1::Result r;
+        if (!bytes || !r.ParseFromString(*bytes)) {
+          std::cerr << "kjudge: no result for " << id << "\n";
+          ++missing;
+          continue;
+        }
+        results.push_back(std::move(r));
+      }
+      const std::string text = kj::cli::kernelbench_eval_results(results).dump(2) + "\n";
+      if (kbr_out) {
+        std::ofstream(*kbr_out) << text;
+      } else {
+        std::cout << text;
+      }
+      return missing ? 3 : 0;
     }
     if (*eval) {
       kj::Config cfg = kj::load_config(config_file ? std::optional<std::filesystem::path>(*config_file) : std::nullopt);

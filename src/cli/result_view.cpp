@@ -43,7 +43,33 @@ nlohmann::json kb_stats(const v1::TimingStats& t, const v1::Result& r) {
 
 }  // namespace
 
-std::string kernelbench_view(const v1::Result& r) {
+std::string kernelbench_view(const v1::Result& r) { return kernelbench_record(r).dump(2); }
+
+nlohmann::json kernelbench_eval_results(const std::vector<v1::Result>& results) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& r : results) {
+    const auto& meta = r.client_meta();
+    const std::string problem = meta.contains("problem_id") ? meta.at("problem_id") : r.job_id();
+    auto& samples = out[problem];
+    if (samples.is_null()) samples = nlohmann::json::array();
+    nlohmann::json sample_id = samples.size();
+    if (meta.contains("sample_id")) {
+      const std::string& s = meta.at("sample_id");
+      const bool numeric = !s.empty() && s.size() < 19 && s.find_first_not_of("0123456789") == std::string::npos;
+      sample_id = numeric ? nlohmann::json(std::stoll(s)) : nlohmann::json(s);
+    }
+    const auto rec = kernelbench_record(r);
+    samples.push_back({{"sample_id", sample_id},
+                       {"compiled", rec["compiled"]},
+                       {"correctness", rec["correctness"]},
+                       {"metadata", rec["metadata"]},
+                       {"runtime", rec["runtime"]},
+                       {"runtime_stats", rec["runtime_stats"]}});
+  }
+  return out;
+}
+
+nlohmann::json kernelbench_record(const v1::Result& r) {
   const bool compiled = r.status() != v1::COMPILE_ERROR && r.status() != v1::INVALID_JOB;
   nlohmann::json meta = {{"hardware", r.system().device_name()},
                          {"kjudge_status", v1::Verdict_Name(r.status())},
@@ -72,7 +98,7 @@ std::string kernelbench_view(const v1::Result& r) {
                       {"runtime_stats", timed ? kb_stats(perf.candidate(), r) : nlohmann::json::object()},
                       {"ref_runtime", perf.baseline().trials() ? perf.baseline().mean_ms() : -1.0},
                       {"ref_runtime_stats", kb_stats(perf.baseline(), r)}};
-  return j.dump(2);
+  return j;
 }
 
 }  // namespace kj::cli

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "kjudge/v1/result.pb.h"
 
@@ -16,5 +19,11 @@ std::string json_view(const kjudge::v1::Result& r);
 // KernelBench folds several failures into "not compiled"; here only COMPILE_ERROR is, and
 // metadata.kjudge_status keeps the precise verdict.
 std::string kernelbench_view(const kjudge::v1::Result& r);
+nlohmann::json kernelbench_record(const kjudge::v1::Result& r);
+// KernelBench's batch file (eval_results.json): {"<problem_id>": [{"sample_id", "compiled",
+// "correctness", "metadata", "runtime", "runtime_stats"}, ...]}. problem_id and sample_id come
+// from the result's client_meta (set by --meta; the CLI puts the task's problem id there); a
+// result without them is keyed by its job id, samples numbered in order.
+nlohmann::json kernelbench_eval_results(const std::vector<kjudge::v1::Result>& results);
 
 }  // namespace kj::cli

@@ -83,8 +83,8 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
     task = ROOT / "tests/kernelbench/tasks/activation_relu"
     common = ["--kb-reference", str(task / "reference.py"), "--kb-candidate", str(task / "cpu_ok.py"),
               "--backend", "cpu", "--trials", "20"]
-    cli(redis_url, "submit", *common, "--job-id", "kb-strict")
-    cli(redis_url, "submit", *common, "--job-id", "kb-compat", "--compat")
+    cli(redis_url, "submit", *common, "--job-id", "kb-strict", "--meta", "sample_id=0")
+    cli(redis_url, "submit", *common, "--job-id", "kb-compat", "--compat", "--meta", "sample_id=1")
     # the first KernelBench job on a cache also builds the precompiled torch header (~1.5 min)
     r = json.loads(cli(redis_url, "wait", "kb-strict", "--json", "--timeout", "900", timeout=960).stdout)
     assert r["status"] == "OK", r.get("message")
@@ -103,6 +103,15 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
     assert kb["metadata"]["correctness_trials"] == "(5 / 5)"
     assert kb["runtime"] > 0 and kb["runtime_stats"]["num_trials"] == 100
     assert kb["ref_runtime"] > 0
+    # a batch in KernelBench's eval_results.json layout: samples grouped under the task's problem id
+    batch = json.loads(cli(redis_url, "kernelbench-results", "kb-strict", "kb-compat").stdout)
+    assert list(batch) == ["activation_relu"]
+    assert [s["sample_id"] for s in batch["activation_relu"]] == [0, 1]
+    assert set(batch["activation_relu"][1]) == {"sample_id", "compiled", "correctness", "metadata", "runtime",
+                                               "runtime_stats"}
+    assert batch["activation_relu"][1]["runtime"] == kb["runtime"]
+    missing = cli(redis_url, "kernelbench-results", "kb-strict", "no-such-job", check=False)
+    assert missing.returncode == 3 and "no-such-job" in missing.stderr
 
 
 def examples():
