@@ -78,7 +78,8 @@ nlohmann::json kernelbench_record(const v1::Result& r) {
   for (const auto& s : r.correctness()) passed += s.passed() ? 1 : 0;
   if (r.correctness_size()) meta["correctness_trials"] = fmt::format("({} / {})", passed, r.correctness_size());
   if (r.status() == v1::COMPILE_ERROR) meta["compilation_error"] = r.message();
-  if (r.status() == v1::RUNTIME_ERROR || r.status() == v1::TIMEOUT || r.status() == v1::MEMORY_LIMIT)
+  if (r.status() == v1::RUNTIME_ERROR || r.status() == v1::CUDA_FAULT || r.status() == v1::TIMEOUT ||
+      r.status() == v1::MEMORY_LIMIT)
     meta["runtime_error"] = r.message();
   if (r.status() == v1::INCORRECT) {
     meta["correctness_issue"] = r.message();

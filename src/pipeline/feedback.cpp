@@ -62,6 +62,10 @@ std::string make_feedback(const v1::Result& r, const std::string& runtime_detail
       return out;
     }
     case v1::TIMEOUT: return r.message() + ". Check for loops that never end or work far beyond the task's size.";
+    case v1::CUDA_FAULT:
+      return r.message() + ". The kernel faulted on the device: check its index arithmetic against the tensor sizes " +
+             "and the launch configuration (grid x block must cover the output exactly once)." +
+             (runtime_detail.empty() ? "" : "\n" + runtime_detail);
     case v1::RUNTIME_ERROR:
     case v1::OUTPUT_LIMIT:
     case v1::MEMORY_LIMIT: {

@@ -58,6 +58,20 @@ std::optional<Decision> decide_build(const StepOutcome& step, Party who) {
   return std::nullopt;
 }
 
+bool is_cuda_fault(std::string_view error) {
+  // Device faults (sticky: the context is lost), in the driver's names (native runner) and in the
+  // runtime's words (PyTorch's "CUDA error: ..."). API misuse and out-of-memory are not faults.
+  static constexpr std::string_view kFaults[] = {
+      "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ASSERT",
+      "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+      "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_LAUNCH_FAILED", "illegal memory access", "misaligned address",
+      "device-side assert", "illegal instruction", "unspecified launch failure", "hardware stack error",
+      "invalid program counter"};
+  for (auto f : kFaults)
+    if (error.find(f) != std::string_view::npos) return true;
+  return false;
+}
+
 std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint32_t wall_limit_ms) {
   const auto& s = step.sandbox;
   switch (s.outcome) {
@@ -75,8 +89,11 @@ std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint
       return blame(who, v1::RUNTIME_ERROR, fmt::format("{} crashed: killed by {}", party_name(who), signal_name(s.signal)));
     case Outcome::Exited: break;
   }
-  if (step.runner && !step.runner->ok())
+  if (step.runner && !step.runner->ok()) {
+    if (is_cuda_fault(step.runner->error()))
+      return blame(who, v1::CUDA_FAULT, fmt::format("{} hit a CUDA fault: {}", party_name(who), step.runner->error()));
     return blame(who, v1::RUNTIME_ERROR, fmt::format("{} failed: {}", party_name(who), step.runner->error()));
+  }
   if (s.exit_code != 0 || !step.runner)
     // exiting from inside the kernel, or killing the harness's report, is a runtime error too
     return blame(who, v1::RUNTIME_ERROR,
@@ -133,8 +150,8 @@ std::optional<Decision> decide_harness(const kjsandbox::Report& s, const nlohman
   const std::string error = report->value("error", std::string("no error text"));
   const std::string stage = report->value("stage", std::string("?"));
   if (build) return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who), last_line(error)));
-  if (error.find("CUDA error") != std::string::npos || error.find("illegal memory access") != std::string::npos)
-    return blame(who, v1::RUNTIME_ERROR, fmt::format("{} hit a CUDA fault ({}): {}", party_name(who), stage, last_line(error)));
+  if (is_cuda_fault(error))
+    return blame(who, v1::CUDA_FAULT, fmt::format("{} hit a CUDA fault ({}): {}", party_name(who), stage, last_line(error)));
   return blame(who, v1::RUNTIME_ERROR, fmt::format("{} failed ({}): {}", party_name(who), stage, last_line(error)));
 }
 

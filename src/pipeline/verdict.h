@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,10 @@ enum class Party { Candidate, Reference };
 // nullopt: the build succeeded. A failing candidate build is COMPILE_ERROR (also when it hits a
 // limit: template bombs are the candidate's fault); a failing reference is INVALID_JOB.
 std::optional<Decision> decide_build(const StepOutcome& step, Party who);
+
+// A device fault in an error text (CUDA_FAULT rather than RUNTIME_ERROR): the driver's names and
+// PyTorch's wording both; API misuse and out-of-memory are not faults.
+bool is_cuda_fault(std::string_view error);
 
 // nullopt: the run finished and the runner reported success.
 std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint32_t wall_limit_ms);

@@ -34,6 +34,11 @@ TEST(Verdict, RunOutcomesMapInPrecedenceOrder) {
   auto api = kj::decide_run(step(Outcome::Exited, 1, 0, false), Party::Candidate, 1000);
   EXPECT_EQ(api->verdict, v1::RUNTIME_ERROR);
   EXPECT_NE(api->message.find("CL_OUT_OF_RESOURCES"), std::string::npos);
+  // a device fault reported by the native runner (the driver's error name) is its own verdict
+  auto fault = step(Outcome::Exited, 1, 0, false);
+  fault.runner->set_error("cuCtxSynchronize after the call failed: CUDA_ERROR_ILLEGAL_ADDRESS");
+  EXPECT_EQ(kj::decide_run(fault, Party::Candidate, 1000)->verdict, v1::CUDA_FAULT);
+  EXPECT_EQ(kj::decide_run(fault, Party::Reference, 1000)->verdict, v1::INVALID_JOB);
   // exit(0) from inside the kernel leaves no report: not a success
   EXPECT_EQ(kj::decide_run(step(Outcome::Exited, 0, 0, std::nullopt), Party::Candidate, 1000)->verdict,
             v1::RUNTIME_ERROR);
