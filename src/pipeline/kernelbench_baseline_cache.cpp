@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-
-#include "pipeline/engine_checks.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sha256.h"
 
@@ -14,23 +11,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// Writes via a temporary name so a reader never sees half a file.
-void write_atomic(const fs::path& path, const std::string& data) {
-  const fs::path tmp = path.string() + random_suffix();
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << data;
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
-}
 
 std::string read_or_empty(const fs::path& p) {
   std::error_code ec;
@@ -45,7 +25,7 @@ KernelBenchBaselineCache::KernelBenchBaselineCache(fs::path dir, const v1::Kerne
     : dir_(std::move(dir)), backend_(fmt::format("{}", static_cast<int>(task.backend()))) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  json overrides = json::object();  // std::map order: stable
+  json overrides = json::object();  // json objects keep keys sorted: the dump is stable
   for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
   json rules = json::object();
   for (const char* k : {"warmup", "min_trials", "max_trials", "budget_ms", "target_rel_ci", "l2_flush"})
@@ -69,8 +49,8 @@ std::string KernelBenchBaselineCache::key_for(const std::string& identity) const
 
 void KernelBenchBaselineCache::store(const std::string& identity, const json& entry) const {
   if (identity.empty()) return;
-  write_atomic(dir_ / (key_for(identity) + ".json"), entry.dump());
-  write_atomic(dir_ / fmt::format("node-identity-{}", backend_), identity);
+  write_file_atomic(dir_ / (key_for(identity) + ".json"), entry.dump());
+  write_file_atomic(dir_ / fmt::format("node-identity-{}", backend_), identity);
 }
 
 }  // namespace kj

@@ -283,13 +283,7 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
     const fs::path store = cfg.state_dir / "cache" / "baseline" / (store_key + ".pb");
     std::error_code ec;
     fs::create_directories(store.parent_path(), ec);
-    const fs::path tmp = store.string() + random_suffix();
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      baseline.SerializeToOstream(&out);
-    }
-    fs::rename(tmp, store, ec);
-    if (ec) fs::remove(tmp, ec);
+    write_file_atomic(store, baseline.SerializeAsString());
   }
 
   // Candidate: secret audit positions, the daemon's clock on its timed loop. When only the daemon's

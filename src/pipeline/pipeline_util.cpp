@@ -3,6 +3,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "pipeline/engine_checks.h"
+
 namespace kj {
 
 namespace {
@@ -27,6 +29,21 @@ void StageClock::stop() {
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file_atomic(const std::filesystem::path& p, const std::string& data) {
+  const std::filesystem::path tmp = p.string() + random_suffix();
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << data;
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, p, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
 }
 
 std::string truncate_log(const std::string& log, bool& truncated) {

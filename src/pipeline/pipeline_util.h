@@ -27,6 +27,9 @@ class StageClock {
 };
 
 std::string read_file(const std::filesystem::path& p);
+// Writes through a temporary name and a rename, so a reader never sees half a file (cache
+// entries); a failed write leaves nothing behind.
+void write_file_atomic(const std::filesystem::path& p, const std::string& data);
 
 // At most 16 KiB, with a marker when cut.
 std::string truncate_log(const std::string& log, bool& truncated);
