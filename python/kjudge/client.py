@@ -126,7 +126,7 @@ class Client:
         if batch_id and not keys.valid_job_id(batch_id):
             raise QueueError("invalid batch id %r (want [A-Za-z0-9._:-]{1,128})" % (batch_id,))
         # shared keys (tenant set, quotas) go in ARGV: a tenant ACL user may only read them
-        ks = [keys.jobs(partition, tenant), keys.job_marker(partition, tenant, job_id), keys.queued(partition, tenant)]
+        ks = [keys.jobs(partition, tenant, keys.lane_of_priority(job.priority)), keys.job_marker(partition, tenant, job_id), keys.queued(partition, tenant)]
         if batch_id:
             ks.append(keys.batch(partition, tenant, batch_id))
         return ("kj_submit", len(ks), *ks,

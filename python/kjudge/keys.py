@@ -35,9 +35,17 @@ def tenants(partition: int) -> str:
     return _prefix(partition) + "tenants"
 
 
-def jobs(partition: int, tenant: str) -> str:
-    """The tenant's jobs stream."""
-    return _prefix(partition) + "jobs:" + tenant
+LANES = (1, 0, -1)  # priority lanes, highest first
+
+
+def lane_of_priority(priority: int) -> int:
+    """Job.priority > 0 runs in lane 1, < 0 in lane -1, 0 in lane 0."""
+    return 1 if priority > 0 else -1 if priority < 0 else 0
+
+
+def jobs(partition: int, tenant: str, lane: int = 0) -> str:
+    """The tenant's jobs stream of one priority lane (":high" / ":low" appended for lanes 1 / -1)."""
+    return _prefix(partition) + "jobs:" + tenant + (":high" if lane > 0 else ":low" if lane < 0 else "")
 
 
 def job_marker(partition: int, tenant: str, job_id: str) -> str:

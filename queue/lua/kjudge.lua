@@ -175,13 +175,16 @@ local function kj_lease(keys, args)
 end
 
 -- kj_retry  KEYS: jobs-stream result retry-hash delayed-zset
---           ARGV: entry_id job_id payload attempt due_ms batch_id
+--           ARGV: entry_id job_id payload attempt due_ms batch_id [lane]
 -- An infrastructure failure: park the job until due_ms (unix ms) with its attempt count, ack the
--- entry. kj_promote puts it back on the stream. A job whose result exists already is only acked.
+-- entry (on its lane's stream, KEYS[1]). kj_promote puts it back on that lane's stream. A job whose
+-- result exists already is only acked.
 -- -> 1 when parked, 0 when a result existed.
 local function kj_retry(keys, args)
-  check(#keys == 4 and #args == 6, 'kj_retry needs 4 keys and 6 arguments')
+  check(#keys == 4 and (#args == 6 or #args == 7), 'kj_retry needs 4 keys and 6 or 7 arguments')
   local entry_id, job_id, payload, attempt, due, batch = args[1], args[2], args[3], tonumber(args[4]), tonumber(args[5]), args[6]
+  local lane = args[7] or '0'
+  check(lane == '1' or lane == '0' or lane == '-1', 'invalid lane (want 1, 0 or -1)')
   check(valid_entry_id(entry_id), 'invalid stream entry id')
   check(valid_job_id(job_id), 'invalid job id')
   check(attempt ~= nil and attempt >= 0 and due ~= nil, 'invalid attempt or due time')
@@ -189,34 +192,111 @@ local function kj_retry(keys, args)
     redis.call('XACK', keys[1], GROUP, entry_id)
     return 0
   end
-  redis.call('HSET', keys[3], job_id, payload, job_id .. '|attempt', tostring(attempt), job_id .. '|batch', batch)
+  redis.call('HSET', keys[3], job_id, payload, job_id .. '|attempt', tostring(attempt), job_id .. '|batch', batch,
+             job_id .. '|lane', lane)
   redis.call('ZADD', keys[4], due, job_id)
   redis.call('XACK', keys[1], GROUP, entry_id)
   return 1
 end
 
--- kj_promote  KEYS: jobs-stream retry-hash delayed-zset   ARGV: now_ms max
--- Moves parked jobs that are due back onto the jobs stream (fields id, job, attempt[, batch]).
--- -> how many moved.
+-- kj_promote  KEYS: jobs-stream retry-hash delayed-zset [high-stream low-stream]   ARGV: now_ms max
+-- Moves parked jobs that are due back onto the stream of the lane they came from (fields id, job,
+-- attempt[, batch]); without the lane streams, onto jobs-stream. -> how many moved.
 local function kj_promote(keys, args)
-  check(#keys == 3 and #args == 2, 'kj_promote needs 3 keys and 2 arguments')
+  check((#keys == 3 or #keys == 5) and #args == 2, 'kj_promote needs 3 or 5 keys and 2 arguments')
   local now, max = tonumber(args[1]), tonumber(args[2])
   check(now ~= nil and max ~= nil and max >= 1, 'invalid arguments')
   local due = redis.call('ZRANGEBYSCORE', keys[3], '-inf', now, 'LIMIT', 0, max)
   for _, job_id in ipairs(due) do
-    local v = redis.call('HMGET', keys[2], job_id, job_id .. '|attempt', job_id .. '|batch')
+    local v = redis.call('HMGET', keys[2], job_id, job_id .. '|attempt', job_id .. '|batch', job_id .. '|lane')
     if v[1] then
-      ensure_group(keys[1])
+      local stream = keys[1]
+      if #keys == 5 and v[4] == '1' then stream = keys[4] elseif #keys == 5 and v[4] == '-1' then stream = keys[5] end
+      ensure_group(stream)
       if v[3] and v[3] ~= '' then
-        redis.call('XADD', keys[1], '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0', 'batch', v[3])
+        redis.call('XADD', stream, '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0', 'batch', v[3])
       else
-        redis.call('XADD', keys[1], '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0')
+        redis.call('XADD', stream, '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0')
       end
     end
-    redis.call('HDEL', keys[2], job_id, job_id .. '|attempt', job_id .. '|batch')
+    redis.call('HDEL', keys[2], job_id, job_id .. '|attempt', job_id .. '|batch', job_id .. '|lane')
     redis.call('ZREM', keys[3], job_id)
   end
   return #due
+end
+
+-- kj_fetch  KEYS: high-stream normal-stream low-stream running-zset (one tenant's)
+--           ARGV: consumer count aging_ms now_ms [tenant caps-hash lease_ms]
+-- Reads up to `count` new entries for `consumer` (XREADGROUP, so they are pending on it), one at a
+-- time from the lane whose oldest undelivered entry scores best: lane rank (1, 0, -1) x aging_ms +
+-- how long that entry has waited (its id's time). A lower lane's job that has waited 2 x aging_ms
+-- (from low to high) longer than the higher lane's oldest goes first: priorities without starvation.
+-- Cluster-wide cap: when caps-hash has a field for the tenant (else '*'), at most that many of the
+-- tenant's jobs run at once on all nodes together. running-zset holds one member per admitted
+-- entry ('<lane>:<entry id>', score = lease expiry ms); members past their expiry (a dead node's)
+-- are dropped first. The daemon renews members with its leases and removes them when done.
+-- (caps-hash is named in ARGV, not KEYS, for the reason given at kj_submit: it is only read.)
+-- -> {lane_index, entry, lane_index, entry, ...} with lane_index 1..3 (KEYS order), entry {id, fields}.
+local function kj_fetch(keys, args)
+  check(#keys == 4 and (#args == 4 or #args == 7), 'kj_fetch needs 4 keys and 4 or 7 arguments')
+  local consumer, count, aging, now = args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4])
+  check(consumer ~= '' and count ~= nil and count >= 1 and aging ~= nil and aging >= 0 and now ~= nil,
+        'invalid arguments')
+  local lease = tonumber(args[7] or '0')
+  if #args == 7 then
+    check(valid_tenant(args[5]) and lease ~= nil and lease >= 1, 'invalid tenant or lease')
+    local tag = string.match(keys[4], '^kj:({p%d+}):')
+    check(tag ~= nil and args[6] == 'kj:' .. tag .. ':caps', 'caps hash must be kj:{pN}:caps of the same partition')
+    local cap = tonumber(redis.call('HGET', args[6], args[5]) or redis.call('HGET', args[6], '*') or '')
+    if cap ~= nil and cap >= 0 then
+      redis.call('ZREMRANGEBYSCORE', keys[4], '-inf', now)
+      count = math.min(count, cap - redis.call('ZCARD', keys[4]))
+      if count < 1 then return {} end
+    else
+      lease = 0  -- no cap: nothing to count
+    end
+  end
+  local rank = {1, 0, -1}
+  -- the enqueue time (ms) of lane i's first entry after the group's last delivered one; nil: none
+  local function head(i)
+    local groups = redis.pcall('XINFO', 'GROUPS', keys[i])
+    if type(groups) ~= 'table' or groups.err then return nil end
+    local last = nil
+    for _, g in ipairs(groups) do
+      local info = {}
+      for k = 1, #g, 2 do info[g[k]] = g[k + 1] end
+      if info['name'] == GROUP then last = info['last-delivered-id'] end
+    end
+    if last == nil then  -- a stream made behind kj_submit's back (XADD by hand, a restore)
+      ensure_group(keys[i])
+      last = '0-0'
+    end
+    local e = redis.call('XRANGE', keys[i], '(' .. last, '+', 'COUNT', 1)
+    if #e == 0 then return nil end
+    return tonumber(string.match(e[1][1], '^(%d+)%-'))
+  end
+  local heads = {head(1), head(2), head(3)}
+  local out = {}
+  for _ = 1, count do
+    local best, best_score = nil, nil
+    for i = 1, 3 do
+      if heads[i] then
+        local score = rank[i] * aging + (now - heads[i])
+        if best == nil or score > best_score then best, best_score = i, score end
+      end
+    end
+    if best == nil then break end
+    local r = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', 1, 'STREAMS', keys[best], '>')
+    if r and r[1] and #r[1][2] > 0 then
+      table.insert(out, best)
+      table.insert(out, r[1][2][1])
+      if lease > 0 then
+        redis.call('ZADD', keys[4], now + lease, tostring(rank[best]) .. ':' .. r[1][2][1][1])
+      end
+    end
+    heads[best] = head(best)
+  end
+  return out
 end
 
 -- kj_trim  KEYS: jobs-stream -> entries removed.
@@ -283,5 +363,6 @@ redis.register_function('kj_lease', kj_lease)
 redis.register_function('kj_retry', kj_retry)
 redis.register_function('kj_promote', kj_promote)
 redis.register_function('kj_trim', kj_trim)
+redis.register_function('kj_fetch', kj_fetch)
 redis.register_function('kj_cancel', kj_cancel)
 redis.register_function('kj_dead_retry', kj_dead_retry)

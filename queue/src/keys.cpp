@@ -16,8 +16,8 @@ std::string Keys::tag(int partition) { return "{p" + std::to_string(partition) +
 
 std::string Keys::tenants(int partition) { return prefix(partition) + "tenants"; }
 
-std::string Keys::jobs(int partition, const std::string& tenant) {
-  return prefix(partition) + "jobs:" + tenant;
+std::string Keys::jobs(int partition, const std::string& tenant, int lane) {
+  return prefix(partition) + "jobs:" + tenant + (lane > 0 ? ":high" : lane < 0 ? ":low" : "");
 }
 
 std::string Keys::job_marker(int partition, const std::string& tenant, const std::string& job_id) {
@@ -51,6 +51,9 @@ std::string Keys::batch_cancel(int p, const std::string& tenant, const std::stri
   return prefix(p) + "bcancel:" + tenant + ":" + batch_id;
 }
 std::string Keys::drain(int p, const std::string& node) { return prefix(p) + "drain:" + node; }
+std::string Keys::gpu_clear(int p, const std::string& node) { return prefix(p) + "gpuclear:" + node; }
+std::string Keys::caps(int p) { return prefix(p) + "caps"; }
+std::string Keys::running(int p, const std::string& tenant) { return prefix(p) + "running:" + tenant; }
 
 bool valid_tenant(const std::string& tenant) {
   if (tenant.empty() || tenant.size() > 64) return false;

@@ -58,10 +58,11 @@ milliseconds left_until(Clock::time_point deadline) {
 
 // One stream entry [id, [field, value, ...]] of `tenant`'s jobs stream. The field list may be
 // nil (an entry deleted while pending); fields may be anything.
-Delivery to_delivery(int partition, const std::string& tenant, const redisReply* entry) {
+Delivery to_delivery(int partition, const std::string& tenant, int lane, const redisReply* entry) {
   Delivery d;
   d.partition = partition;
   d.tenant = tenant;
+  d.lane = lane;
   d.entry_id = text(element(entry, 0));
   const redisReply* kv = element(entry, 1);
   for (std::size_t i = 0; i + 1 < size(kv); i += 2) {
@@ -149,17 +150,20 @@ void Queue::Impl::refresh_tenants(bool force) {
   std::sort(fresh.begin(), fresh.end());
   if (!fresh.empty()) {
     std::vector<std::vector<std::string>> cmds;
-    for (const auto& t : fresh) {
-      cmds.push_back({"XGROUP", "CREATE", Keys::jobs(partition, t), Keys::kGroup, "0", "MKSTREAM"});
-    }
+    for (const auto& t : fresh)
+      for (int lane : kLanes) cmds.push_back({"XGROUP", "CREATE", Keys::jobs(partition, t, lane), Keys::kGroup, "0", "MKSTREAM"});
     auto replies = conn.pipeline(cmds);
     std::vector<std::string> usable;
-    for (std::size_t i = 0; i < replies.size(); ++i) {
+    const std::size_t lanes = std::size(kLanes);
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
       // A key that is not a stream (WRONGTYPE) cannot be read; it must not stop every other
       // tenant's jobs. status() reports it.
-      if (!is_error(replies[i].get()) || starts_with(replies[i].get(), "BUSYGROUP")) {
-        usable.push_back(std::move(fresh[i]));
+      bool ok = true;
+      for (std::size_t l = 0; l < lanes; ++l) {
+        const redisReply* r = replies[i * lanes + l].get();
+        ok = ok && (!is_error(r) || starts_with(r, "BUSYGROUP"));
       }
+      if (ok) usable.push_back(std::move(fresh[i]));
     }
     fresh = std::move(usable);
   }
@@ -200,8 +204,10 @@ SubmitResult Queue::submit(const std::string& tenant, const std::string& job_id,
     throw QueueError("invalid batch id " + quoted(options.batch_id) + " (want [A-Za-z0-9._:-]{1,128})");
   }
   const int p = impl_->partition;
+  if (options.lane < -1 || options.lane > 1) throw QueueError("invalid lane " + std::to_string(options.lane));
   std::vector<std::string> argv = {"FCALL", "kj_submit", options.batch_id.empty() ? "3" : "4",
-                                   Keys::jobs(p, tenant), Keys::job_marker(p, tenant, job_id), Keys::queued(p, tenant)};
+                                   Keys::jobs(p, tenant, options.lane), Keys::job_marker(p, tenant, job_id),
+                                   Keys::queued(p, tenant)};
   if (!options.batch_id.empty()) argv.push_back(Keys::batch(p, tenant, options.batch_id));
   for (const std::string& a : {job_id, payload, tenant, Keys::tenants(p), Keys::quotas(p), options.batch_id,
                                std::to_string(options.batch_size)})
@@ -227,29 +233,41 @@ std::vector<std::string> Queue::tenants(bool force) {
 }
 
 std::vector<Delivery> Queue::read_new(const std::string& consumer,
-                                      const std::vector<std::pair<std::string, std::size_t>>& want) {
+                                      const std::vector<std::pair<std::string, std::size_t>>& want, milliseconds aging,
+                                      milliseconds cap_lease) {
   if (consumer.empty()) throw QueueError("read_new: empty consumer name");
+  const auto now_ms = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::vector<std::vector<std::string>> cmds;
   std::vector<std::string> names;
+  const int p = impl_->partition;
   for (const auto& [t, n] : want) {
     if (n == 0) continue;
     require_tenant(t);
-    cmds.push_back({"XREADGROUP", "GROUP", Keys::kGroup, consumer, "COUNT", std::to_string(n), "STREAMS",
-                    Keys::jobs(impl_->partition, t), ">"});
+    std::vector<std::string> c = {"FCALL", "kj_fetch", "4", Keys::jobs(p, t, kLanes[0]), Keys::jobs(p, t, kLanes[1]),
+                                  Keys::jobs(p, t, kLanes[2]), Keys::running(p, t), consumer, std::to_string(n),
+                                  std::to_string(std::max<long long>(0, aging.count())), std::to_string(now_ms)};
+    if (cap_lease.count() > 0)
+      for (const std::string& a : {t, Keys::caps(p), std::to_string(cap_lease.count())}) c.push_back(a);
+    cmds.push_back(std::move(c));
     names.push_back(t);
   }
   std::vector<Delivery> out;
   if (cmds.empty()) return out;
   auto replies = impl_->conn.pipeline(cmds);
+  if (!replies.empty() && starts_with(replies[0].get(), "ERR Function not found")) {
+    impl_->load_functions();
+    replies = impl_->conn.pipeline(cmds);
+  }
   for (std::size_t i = 0; i < replies.size(); ++i) {
     const redisReply* r = replies[i].get();
     if (is_error(r)) {
       impl_->tenants_read.reset();  // NOGROUP (stream deleted) or WRONGTYPE: re-read tenants next time
       continue;
     }
-    for (std::size_t s = 0; s < size(r); ++s) {
-      const redisReply* entries = element(element(r, s), 1);
-      for (std::size_t e = 0; e < size(entries); ++e) out.push_back(to_delivery(impl_->partition, names[i], element(entries, e)));
+    for (std::size_t k = 0; k + 1 < size(r); k += 2) {
+      const long long lane_index = integer(element(r, k));
+      if (lane_index < 1 || lane_index > 3) continue;
+      out.push_back(to_delivery(p, names[i], kLanes[lane_index - 1], element(r, k + 1)));
     }
   }
   return out;
@@ -267,13 +285,15 @@ std::vector<Delivery> Queue::read_blocking(const std::string& consumer, const st
     argv.push_back(std::to_string(block.count()));
   }
   argv.push_back("STREAMS");
-  std::map<std::string, std::string> tenant_of;
+  std::map<std::string, std::pair<std::string, int>> stream_of;  // key -> (tenant, lane)
   for (const auto& t : tenants) {
     require_tenant(t);
-    argv.push_back(Keys::jobs(impl_->partition, t));
-    tenant_of[argv.back()] = t;
+    for (int lane : kLanes) {
+      argv.push_back(Keys::jobs(impl_->partition, t, lane));
+      stream_of[argv.back()] = {t, lane};
+    }
   }
-  argv.insert(argv.end(), tenants.size(), ">");
+  argv.insert(argv.end(), stream_of.size(), ">");
   Reply r = impl_->conn.call(argv, /*allow_error=*/true, block);
   if (is_error(r.get())) {
     impl_->tenants_read.reset();
@@ -282,10 +302,11 @@ std::vector<Delivery> Queue::read_blocking(const std::string& consumer, const st
   std::vector<Delivery> out;
   for (std::size_t s = 0; s < size(r.get()); ++s) {
     const redisReply* stream = element(r.get(), s);
-    auto it = tenant_of.find(text(element(stream, 0)));
-    if (it == tenant_of.end()) continue;
+    auto it = stream_of.find(text(element(stream, 0)));
+    if (it == stream_of.end()) continue;
     const redisReply* entries = element(stream, 1);
-    for (std::size_t e = 0; e < size(entries); ++e) out.push_back(to_delivery(impl_->partition, it->second, element(entries, e)));
+    for (std::size_t e = 0; e < size(entries); ++e)
+      out.push_back(to_delivery(impl_->partition, it->second.first, it->second.second, element(entries, e)));
   }
   return out;
 }
@@ -294,9 +315,10 @@ std::vector<Delivery> Queue::reclaim(const std::string& consumer, milliseconds m
   Impl& im = *impl_;
   im.refresh_tenants(false);
   std::vector<Delivery> out;
-  for (const auto& t : im.tenants) {
+  for (const auto& t : im.tenants)
+  for (int lane : kLanes) {
     if (out.size() >= max) break;
-    const std::string stream = Keys::jobs(im.partition, t);
+    const std::string stream = Keys::jobs(im.partition, t, lane);
     Reply r = im.conn.call({"XAUTOCLAIM", stream, Keys::kGroup, consumer, std::to_string(min_idle.count()), "0-0",
                             "COUNT", std::to_string(max - out.size())},
                            /*allow_error=*/true);
@@ -310,7 +332,7 @@ std::vector<Delivery> Queue::reclaim(const std::string& consumer, milliseconds m
         im.conn.call({"XACK", stream, Keys::kGroup, text(element(entry, 0))}, true);
         continue;
       }
-      got.push_back(to_delivery(im.partition, t, entry));
+      got.push_back(to_delivery(im.partition, t, lane, entry));
     }
     // Redis 7 also lists deleted ids (third element): they are gone from the PEL already.
     if (got.empty()) continue;
@@ -330,10 +352,11 @@ std::vector<Delivery> Queue::reclaim(const std::string& consumer, milliseconds m
 
 namespace {
 std::vector<std::string> lease_call(detail::Connection& conn, int p, const std::string& mode, const std::string& tenant,
-                                    const std::string& consumer, const std::vector<std::string>& ids, milliseconds lease) {
+                                    int lane, const std::string& consumer, const std::vector<std::string>& ids,
+                                    milliseconds lease) {
   if (ids.empty()) return {};
   require_tenant(tenant);
-  std::vector<std::string> argv = {"FCALL", "kj_lease", "1", Keys::jobs(p, tenant), mode, consumer,
+  std::vector<std::string> argv = {"FCALL", "kj_lease", "1", Keys::jobs(p, tenant, lane), mode, consumer,
                                    std::to_string(std::max<long long>(1, lease.count()))};
   argv.insert(argv.end(), ids.begin(), ids.end());
   Reply r = conn.call(argv, /*allow_error=*/true);
@@ -345,24 +368,26 @@ std::vector<std::string> lease_call(detail::Connection& conn, int p, const std::
 }  // namespace
 
 std::vector<std::string> Queue::renew(const std::string& tenant, const std::string& consumer,
-                                      const std::vector<std::string>& ids, milliseconds lease) {
-  return lease_call(impl_->conn, impl_->partition, "renew", tenant, consumer, ids, lease);
+                                      const std::vector<std::string>& ids, milliseconds lease, int lane) {
+  return lease_call(impl_->conn, impl_->partition, "renew", tenant, lane, consumer, ids, lease);
 }
 
 std::vector<std::string> Queue::hand_back(const std::string& tenant, const std::string& consumer,
-                                          const std::vector<std::string>& ids, milliseconds lease) {
-  return lease_call(impl_->conn, impl_->partition, "handback", tenant, consumer, ids, lease);
+                                          const std::vector<std::string>& ids, milliseconds lease, int lane) {
+  return lease_call(impl_->conn, impl_->partition, "handback", tenant, lane, consumer, ids, lease);
 }
 
-std::vector<std::pair<std::string, std::string>> Queue::pending_of(const std::string& consumer) {
+std::vector<EntryRef> Queue::pending_of(const std::string& consumer) {
   Impl& im = *impl_;
   im.refresh_tenants(true);
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& t : im.tenants) {
-    Reply r = im.conn.call({"XPENDING", Keys::jobs(im.partition, t), Keys::kGroup, "-", "+", "100000", consumer}, true);
-    if (is_error(r.get())) continue;
-    for (std::size_t i = 0; i < size(r.get()); ++i) out.emplace_back(t, text(element(element(r.get(), i), 0)));
-  }
+  std::vector<EntryRef> out;
+  for (const auto& t : im.tenants)
+    for (int lane : kLanes) {
+      Reply r = im.conn.call({"XPENDING", Keys::jobs(im.partition, t, lane), Keys::kGroup, "-", "+", "100000", consumer},
+                             true);
+      if (is_error(r.get())) continue;
+      for (std::size_t i = 0; i < size(r.get()); ++i) out.push_back({t, lane, text(element(element(r.get(), i), 0))});
+    }
   return out;
 }
 
@@ -372,9 +397,10 @@ bool Queue::retry_later(const Delivery& d, const std::string& job_id, std::uint3
   require_job_id(job_id);
   const int p = d.partition;
   const auto due_ms = std::chrono::duration_cast<milliseconds>(due.time_since_epoch()).count();
-  Reply r = impl_->fcall({"FCALL", "kj_retry", "4", Keys::jobs(p, d.tenant), Keys::result(p, d.tenant, job_id),
+  Reply r = impl_->fcall({"FCALL", "kj_retry", "4", Keys::jobs(p, d.tenant, d.lane), Keys::result(p, d.tenant, job_id),
                           Keys::retry(p, d.tenant), Keys::delayed(p, d.tenant), d.entry_id, job_id,
-                          d.payload.value_or(""), std::to_string(attempt), std::to_string(due_ms), d.batch_id});
+                          d.payload.value_or(""), std::to_string(attempt), std::to_string(due_ms), d.batch_id,
+                          std::to_string(d.lane)});
   return integer(r.get()) == 1;
 }
 
@@ -391,8 +417,9 @@ std::size_t Queue::promote_due() {
   for (std::size_t i = 0; i < im.tenants.size(); ++i) {
     if (is_error(cards[i].get()) || integer(cards[i].get()) == 0) continue;
     const auto& t = im.tenants[i];
-    Reply r = im.fcall({"FCALL", "kj_promote", "3", Keys::jobs(im.partition, t), Keys::retry(im.partition, t),
-                        Keys::delayed(im.partition, t), std::to_string(now_ms), "100"});
+    Reply r = im.fcall({"FCALL", "kj_promote", "5", Keys::jobs(im.partition, t), Keys::retry(im.partition, t),
+                        Keys::delayed(im.partition, t), Keys::jobs(im.partition, t, 1), Keys::jobs(im.partition, t, -1),
+                        std::to_string(now_ms), "100"});
     moved += static_cast<std::size_t>(integer(r.get()));
   }
   return moved;
@@ -402,10 +429,11 @@ std::size_t Queue::trim() {
   Impl& im = *impl_;
   im.refresh_tenants(false);
   std::size_t removed = 0;
-  for (const auto& t : im.tenants) {
-    Reply r = im.fcall({"FCALL", "kj_trim", "1", Keys::jobs(im.partition, t)});
-    removed += static_cast<std::size_t>(integer(r.get()));
-  }
+  for (const auto& t : im.tenants)
+    for (int lane : kLanes) {
+      Reply r = im.fcall({"FCALL", "kj_trim", "1", Keys::jobs(im.partition, t, lane)});
+      removed += static_cast<std::size_t>(integer(r.get()));
+    }
   return removed;
 }
 
@@ -460,6 +488,60 @@ void Queue::set_quota(const std::string& tenant, long long max_queued) {
   if (tenant != "*") require_tenant(tenant);
   if (max_queued < 0) impl_->conn.call({"HDEL", Keys::quotas(impl_->partition), tenant});
   else impl_->conn.call({"HSET", Keys::quotas(impl_->partition), tenant, std::to_string(max_queued)});
+}
+
+void Queue::set_cap(const std::string& tenant, long long max_running) {
+  if (tenant != "*") require_tenant(tenant);
+  if (max_running < 0) impl_->conn.call({"HDEL", Keys::caps(impl_->partition), tenant});
+  else impl_->conn.call({"HSET", Keys::caps(impl_->partition), tenant, std::to_string(max_running)});
+}
+
+std::map<std::string, long long> Queue::caps() {
+  Reply r = impl_->conn.call({"HGETALL", Keys::caps(impl_->partition)});
+  std::map<std::string, long long> out;
+  for (std::size_t i = 0; i + 1 < size(r.get()); i += 2) {
+    try {
+      out[text(element(r.get(), i))] = std::stoll(text(element(r.get(), i + 1)));
+    } catch (const std::exception&) {  // not a number: no cap (kj_fetch reads it the same way)
+    }
+  }
+  return out;
+}
+
+namespace {
+std::string running_member(const EntryRef& e) { return std::to_string(e.lane) + ":" + e.entry_id; }
+}  // namespace
+
+void Queue::renew_running(const std::vector<EntryRef>& entries, milliseconds lease, bool add) {
+  if (entries.empty()) return;
+  const auto expiry = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()) + lease;
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& e : entries) {
+    require_tenant(e.tenant);
+    std::vector<std::string> c = {"ZADD", Keys::running(impl_->partition, e.tenant)};
+    if (!add) c.push_back("XX");
+    c.push_back(std::to_string(expiry.count()));
+    c.push_back(running_member(e));
+    cmds.push_back(std::move(c));
+  }
+  impl_->conn.pipeline(cmds);
+}
+
+void Queue::release_running(const std::vector<EntryRef>& entries) {
+  if (entries.empty()) return;
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& e : entries) {
+    require_tenant(e.tenant);
+    cmds.push_back({"ZREM", Keys::running(impl_->partition, e.tenant), running_member(e)});
+  }
+  impl_->conn.pipeline(cmds);
+}
+
+std::uint64_t Queue::running_count(const std::string& tenant) {
+  require_tenant(tenant);
+  const auto now = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  Reply r = impl_->conn.call({"ZCOUNT", Keys::running(impl_->partition, tenant), "(" + std::to_string(now.count()), "+inf"});
+  return static_cast<std::uint64_t>(std::max<long long>(0, integer(r.get())));
 }
 
 std::vector<DeadLetter> Queue::dead_letters(const std::string& tenant, std::size_t max) {
@@ -536,12 +618,13 @@ std::vector<Delivery> Queue::fetch(const std::string& consumer, std::size_t max,
       argv.push_back(std::to_string(left.count()));
     }
     argv.push_back("STREAMS");
-    std::map<std::string, std::string> tenant_of;
-    for (const auto& t : im.tenants) {
-      argv.push_back(Keys::jobs(im.partition, t));
-      tenant_of[argv.back()] = t;
-    }
-    argv.insert(argv.end(), im.tenants.size(), ">");
+    std::map<std::string, std::pair<std::string, int>> stream_of;  // key -> (tenant, lane)
+    for (const auto& t : im.tenants)
+      for (int lane : kLanes) {
+        argv.push_back(Keys::jobs(im.partition, t, lane));
+        stream_of[argv.back()] = {t, lane};
+      }
+    argv.insert(argv.end(), stream_of.size(), ">");
 
     Reply r = im.conn.call(argv, /*allow_error=*/true, left);
     if (is_error(r.get())) {
@@ -556,11 +639,11 @@ std::vector<Delivery> Queue::fetch(const std::string& consumer, std::size_t max,
     for (std::size_t s = 0; s < size(r.get()); ++s) {  // nil (timeout) has size 0
       const redisReply* stream = element(r.get(), s);
       const std::string key = text(element(stream, 0));
-      auto it = tenant_of.find(key);
-      if (it == tenant_of.end()) throw QueueError("XREADGROUP returned an unknown stream " + quoted(key));
+      auto it = stream_of.find(key);
+      if (it == stream_of.end()) throw QueueError("XREADGROUP returned an unknown stream " + quoted(key));
       const redisReply* entries = element(stream, 1);
       for (std::size_t e = 0; e < size(entries); ++e) {
-        out.push_back(to_delivery(im.partition, it->second, element(entries, e)));
+        out.push_back(to_delivery(im.partition, it->second.first, it->second.second, element(entries, e)));
       }
     }
     return out;
@@ -577,7 +660,8 @@ bool Queue::complete(const Delivery& delivery, const std::string& job_id, const 
   const int p = delivery.partition;
   const bool batch = valid_job_id(delivery.batch_id);
   Reply r = impl_->fcall({"FCALL", "kj_complete", "6", Keys::result(p, delivery.tenant, id),
-                          Keys::done(p, delivery.tenant), Keys::jobs(p, delivery.tenant), Keys::queued(p, delivery.tenant),
+                          Keys::done(p, delivery.tenant), Keys::jobs(p, delivery.tenant, delivery.lane),
+                          Keys::queued(p, delivery.tenant),
                           batch ? Keys::batch(p, delivery.tenant, delivery.batch_id) : "", Keys::dead(p, delivery.tenant),
                           delivery.entry_id, id, result_bytes, verdict_name, std::to_string(ttl.count()),
                           batch ? delivery.batch_id : "", options.dead_reason,
@@ -647,42 +731,51 @@ QueueStatus Queue::status() {
   }
   std::sort(tenants.begin(), tenants.end());
 
+  // Per tenant: XLEN and XINFO GROUPS of each lane's stream, then XLEN of the done stream.
+  constexpr std::size_t kLaneCount = std::size(kLanes);
+  constexpr std::size_t kPer = 2 * kLaneCount + 1;
   std::vector<std::vector<std::string>> cmds;
   for (const auto& t : tenants) {
-    cmds.push_back({"XLEN", Keys::jobs(p, t)});
-    cmds.push_back({"XINFO", "GROUPS", Keys::jobs(p, t)});  // errors when the stream is missing
+    for (int lane : kLanes) {
+      cmds.push_back({"XLEN", Keys::jobs(p, t, lane)});
+      cmds.push_back({"XINFO", "GROUPS", Keys::jobs(p, t, lane)});  // errors when the stream is missing
+    }
     cmds.push_back({"XLEN", Keys::done(p, t)});
   }
   auto replies = cmds.empty() ? std::vector<Reply>{} : im.conn.pipeline(cmds);
   for (std::size_t i = 0; i < tenants.size(); ++i) {
-    const redisReply* xlen = replies[3 * i].get();
-    const redisReply* groups = replies[3 * i + 1].get();
-    const redisReply* done = replies[3 * i + 2].get();
-    if (is_error(xlen)) throw QueueError("redis " + im.conn.url() + ": XLEN " + cmds[3 * i][1] + ": " + text(xlen));
-    if (is_error(done)) {
-      throw QueueError("redis " + im.conn.url() + ": XLEN " + cmds[3 * i + 2][1] + ": " + text(done));
-    }
     TenantStatus ts;
     ts.tenant = tenants[i];
-    ts.queued = static_cast<std::uint64_t>(integer(xlen));
+    const std::size_t base = kPer * i;
+    const redisReply* done = replies[base + kPer - 1].get();
+    if (is_error(done)) throw QueueError("redis " + im.conn.url() + ": XLEN " + cmds[base + kPer - 1][1] + ": " + text(done));
     ts.completed = static_cast<std::uint64_t>(integer(done));
-    ts.lag = ts.queued;  // no group yet: nothing was ever delivered
-    if (!is_error(groups)) {
-      for (std::size_t g = 0; g < size(groups); ++g) {
-        const redisReply* info = element(groups, g);
-        std::map<std::string, const redisReply*> kv;
-        for (std::size_t k = 0; k + 1 < size(info); k += 2) kv[text(element(info, k))] = element(info, k + 1);
-        if (kv.count("name") == 0 || text(kv["name"]) != Keys::kGroup) continue;
-        ts.pending = kv.count("pending") ? static_cast<std::uint64_t>(integer(kv["pending"])) : 0;
-        if (kv.count("lag") && !is_nil(kv["lag"])) {
-          ts.lag = static_cast<std::uint64_t>(integer(kv["lag"]));
-        } else if (kv.count("last-delivered-id") && text(kv["last-delivered-id"]) != "0-0") {
-          // Redis cannot tell (entries were deleted mid-stream): estimate from the length, which
-          // is exact while the stream is trimmed below its oldest pending entry (design §8).
-          ts.lag = ts.queued > ts.pending ? ts.queued - ts.pending : 0;
+    for (std::size_t l = 0; l < kLaneCount; ++l) {
+      const redisReply* xlen = replies[base + 2 * l].get();
+      const redisReply* groups = replies[base + 2 * l + 1].get();
+      if (is_error(xlen)) throw QueueError("redis " + im.conn.url() + ": XLEN " + cmds[base + 2 * l][1] + ": " + text(xlen));
+      const auto queued = static_cast<std::uint64_t>(integer(xlen));
+      std::uint64_t pending = 0, lag = queued;  // no group yet: nothing was ever delivered
+      if (!is_error(groups)) {
+        for (std::size_t g = 0; g < size(groups); ++g) {
+          const redisReply* info = element(groups, g);
+          std::map<std::string, const redisReply*> kv;
+          for (std::size_t k = 0; k + 1 < size(info); k += 2) kv[text(element(info, k))] = element(info, k + 1);
+          if (kv.count("name") == 0 || text(kv["name"]) != Keys::kGroup) continue;
+          pending = kv.count("pending") ? static_cast<std::uint64_t>(integer(kv["pending"])) : 0;
+          if (kv.count("lag") && !is_nil(kv["lag"])) {
+            lag = static_cast<std::uint64_t>(integer(kv["lag"]));
+          } else if (kv.count("last-delivered-id") && text(kv["last-delivered-id"]) != "0-0") {
+            // Redis cannot tell (entries were deleted mid-stream): estimate from the length, which
+            // is exact while the stream is trimmed below its oldest pending entry (design §8).
+            lag = queued > pending ? queued - pending : 0;
+          }
+          break;
         }
-        break;
       }
+      ts.queued += queued;
+      ts.pending += pending;
+      ts.lag += lag;
     }
     out.tenants.push_back(std::move(ts));
   }

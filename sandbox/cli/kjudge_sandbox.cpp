@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
 
   kjsandbox::Report r;
   try {
+    kjsandbox::set_zygote_enabled(false);  // one launch: a helper process would only cost
     r = kjsandbox::run(policy);
   } catch (const std::exception& e) {
     std::cerr << "kjudge-sandbox: " << e.what() << "\n";
@@ -157,6 +158,7 @@ int main(int argc, char** argv) {
         {"stdout_truncated", r.stdout_truncated},
         {"stderr_truncated", r.stderr_truncated},
         {"error", r.error},
+        {"stuck", r.stuck},
         {"cgroup", r.cgroup_version},
         {"memory_peak_bytes", r.memory_peak_bytes},
         {"oom_killed", r.oom_killed},
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
     case kjsandbox::Outcome::SetupFailed: return 125;
     case kjsandbox::Outcome::SeccompViolation: return 122;
     case kjsandbox::Outcome::MemoryLimit: return 121;
+    case kjsandbox::Outcome::Cancelled: return 130;
   }
   return 125;
 }

@@ -6,6 +6,7 @@
 //      cgroup in that hierarchy.
 // Names: kjsbx-<creator pid>-<n>, so a later process can tell leftovers of a dead one.
 #include "cgroup.h"
+#include "zygote.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -28,6 +30,7 @@
 namespace kjsandbox {
 namespace {
 
+constexpr std::uint64_t kUnlimited = ~0ull;
 constexpr const char* kPrefix = "kjsbx-";
 constexpr const char* kSupervisor = "kjsbx-supervisor";
 constexpr const char* kV1Controllers[] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
@@ -97,6 +100,16 @@ struct Hierarchy {
 };
 
 std::mutex g_mu;
+
+// v1: idle job cgroups for reuse (JobCgroup::recycle): one mkdir/rmdir per hierarchy and the
+// kernel's teardown of each were ~0.4 ms of CPU per launch.
+constexpr std::size_t kPoolMax = 32;
+constexpr std::uint64_t kPoolMaxResidue = 8ull << 20;
+std::mutex g_pool_mu;
+pid_t g_pool_owner = 0;  // a forked child must not use (or remove) its parent's pooled cgroups
+// Never destroyed (threads may still recycle into it while the process exits); the idle ones are
+// removed at exit by an atexit handler registered with the first.
+std::vector<std::unique_ptr<JobCgroup>>& g_pool = *new std::vector<std::unique_ptr<JobCgroup>>;
 
 Hierarchy discover() {
   Hierarchy h;
@@ -187,7 +200,11 @@ bool prepare_v2(const Hierarchy& h, std::string* error) {
         *error = "mkdir " + leaf + ": " + errno_text(errno);
         return false;
       }
-      // Every process of our cgroup that is us goes; other processes there make this fail.
+      // Every process of our cgroup that is us goes (and our zygote, if it runs already); other
+      // processes there make this fail.
+      int zygote = 0;
+      zygote_ready(&zygote);
+      if (zygote > 0) write_text(leaf + "/cgroup.procs", std::to_string(zygote));
       if (!write_text(leaf + "/cgroup.procs", std::to_string(::getpid()), &err) ||
           !write_text(h.v2_base + "/cgroup.subtree_control", want, &err)) {
         *error = "delegate controllers from " + h.v2_base + ": " + errno_text(err);
@@ -221,8 +238,16 @@ std::vector<pid_t> procs_of(const std::string& dir) {
   return out;
 }
 
-void kill_v1(const std::string& freezer, const std::string& any) {
-  if (procs_of(any).empty()) return;  // the usual case after init is gone: nothing to freeze
+// v1: pids.current when there is a pids hierarchy (reading cgroup.procs builds a pid list that
+// a kworker tears down later), else cgroup.procs.
+bool v1_empty(const std::string& pids_dir, const std::string& any) {
+  if (!pids_dir.empty())
+    if (auto n = read_u64(pids_dir + "/pids.current")) return *n == 0;
+  return procs_of(any).empty();
+}
+
+void kill_v1(const std::string& freezer, const std::string& any, const std::string& pids_dir = {}) {
+  if (v1_empty(pids_dir, any)) return;  // the usual case after init is gone: nothing to freeze
   const bool frozen = !freezer.empty() && write_text(freezer + "/freezer.state", "FROZEN");
   if (frozen)
     for (int i = 0; i < 100; ++i) {
@@ -282,6 +307,32 @@ std::unique_ptr<JobCgroup> JobCgroup::create(const CgroupLimits& limits, std::st
     }
     return cg;
   }
+  // v1 without a CPU quota: an idle cgroup of an earlier run, if one is pooled (see recycle()).
+  if (!limits.cpu_quota) {
+    std::unique_ptr<JobCgroup> pooled;
+    {
+      std::lock_guard lock(g_pool_mu);
+      if (g_pool_owner != ::getpid()) {
+        for (auto& inherited : g_pool) (void)inherited.release();  // the parent's: leave them be
+        g_pool.clear();
+        g_pool_owner = ::getpid();
+      }
+      if (!g_pool.empty()) {
+        pooled = std::move(g_pool.back());
+        g_pool.pop_back();
+      }
+    }
+    if (pooled) {
+      std::string why;
+      if (pooled->configure_v1(limits, &why)) {
+        pooled->emptied_ = false;
+        pooled->mem_base_ = read_u64(pooled->memory_dir_ + "/memory.usage_in_bytes").value_or(0);
+        pooled->oom_base_ = pooled->oom_seen_;
+        return pooled;
+      }
+      // (destroyed here; a fresh one below)
+    }
+  }
   std::set<std::string> made;
   for (const auto& [ctrl, base] : h.v1_base) {
     // A separate cpu hierarchy is only needed for a quota (cpuacct accounts): one cgroup less
@@ -305,19 +356,76 @@ std::unique_ptr<JobCgroup> JobCgroup::create(const CgroupLimits& limits, std::st
         return fail("cpu.cfs_quota_us", err);
     }
   }
-  if (limits.memory_bytes) {
-    const std::string v = std::to_string(*limits.memory_bytes);
-    if (!write_text(cg->memory_dir_ + "/memory.limit_in_bytes", v, &err)) return fail("memory.limit_in_bytes", err);
-    // memory+swap = memory: no swap at all (when the kernel accounts swap).
-    const std::string memsw = cg->memory_dir_ + "/memory.memsw.limit_in_bytes";
-    if (::access(memsw.c_str(), F_OK) == 0 && !write_text(memsw, v, &err)) return fail("memory.memsw.limit_in_bytes", err);
-    write_text(cg->memory_dir_ + "/memory.swappiness", "0");
-  }
-  if (limits.pids) {
-    if (cg->pids_dir_.empty()) return fail("pids limit without a pids controller", ENOTSUP);
-    if (!write_text(cg->pids_dir_ + "/pids.max", std::to_string(*limits.pids), &err)) return fail("pids.max", err);
-  }
+  cg->poolable_ = !limits.cpu_quota;
+  cg->has_memsw_ = ::access((cg->memory_dir_ + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0;
+  if (!cg->configure_v1(limits, error)) return nullptr;
   return cg;
+}
+
+// v1 limits, written only where they differ from what this cgroup has (a pooled one keeps the
+// previous run's): memory with swap off (memsw = limit, raised before and lowered after the
+// limit so that memsw >= limit holds throughout), pids.
+bool JobCgroup::configure_v1(const CgroupLimits& limits, std::string* error) {
+  int err = 0;
+  auto fail = [&](const std::string& what, int e) {
+    *error = "cgroup: " + what + ": " + errno_text(e);
+    return false;
+  };
+  const std::uint64_t want = limits.memory_bytes.value_or(kUnlimited);
+  if (want != mem_limit_) {
+    const std::string v = want == kUnlimited ? "-1" : std::to_string(want);
+    const std::string limit = memory_dir_ + "/memory.limit_in_bytes";
+    const std::string memsw = memory_dir_ + "/memory.memsw.limit_in_bytes";
+    if (want > mem_limit_ && has_memsw_ && !write_text(memsw, v, &err)) return fail("memory.memsw.limit_in_bytes", err);
+    if (!write_text(limit, v, &err)) return fail("memory.limit_in_bytes", err);
+    if (want < mem_limit_ && has_memsw_ && !write_text(memsw, v, &err)) return fail("memory.memsw.limit_in_bytes", err);
+    mem_limit_ = want;
+    if (!swappiness_set_) {
+      write_text(memory_dir_ + "/memory.swappiness", "0");
+      swappiness_set_ = true;
+    }
+  }
+  const std::string pids = limits.pids ? std::to_string(*limits.pids) : "max";
+  if (pids != pids_max_) {
+    if (pids_dir_.empty()) {
+      if (limits.pids) return fail("pids limit without a pids controller", ENOTSUP);
+    } else if (!write_text(pids_dir_ + "/pids.max", pids, &err)) {
+      return fail("pids.max", err);
+    }
+    pids_max_ = pids;
+  }
+  return true;
+}
+
+void JobCgroup::recycle(std::unique_ptr<JobCgroup> cg) {
+  if (!cg || cg->v2_ || !cg->poolable_ || !cg->emptied_) return;  // the destructor removes it
+  // What the run left charged (page cache it read first, dentries): a little is fine (it is
+  // reclaimable and subtracted from the next run's peak); a lot goes with the cgroup, as before.
+  const auto usage = read_u64(cg->memory_dir_ + "/memory.usage_in_bytes");
+  if (!usage || *usage > kPoolMaxResidue) return;
+  if (!write_text(cg->memory_dir_ + "/memory.max_usage_in_bytes", "0")) return;
+  if (!cg->cpu_dir_.empty() && !write_text(cg->cpu_dir_ + "/cpuacct.usage", "0")) return;
+  std::unique_lock lock(g_pool_mu);
+  if (g_pool_owner != ::getpid() || g_pool.size() >= kPoolMax) {
+    lock.unlock();
+    return;  // (removed by cg's destructor)
+  }
+  static const bool at_exit = std::atexit([] { JobCgroup::trim_pool(); }) == 0;
+  (void)at_exit;
+  g_pool.push_back(std::move(cg));
+}
+
+int JobCgroup::trim_pool() {
+  std::vector<std::unique_ptr<JobCgroup>> idle;
+  {
+    std::lock_guard lock(g_pool_mu);
+    if (g_pool_owner != ::getpid()) {
+      for (auto& inherited : g_pool) (void)inherited.release();
+      g_pool.clear();
+    }
+    idle.swap(g_pool);
+  }
+  return static_cast<int>(idle.size());  // destroyed here: removed
 }
 
 bool JobCgroup::attach(pid_t pid, std::string* error) {
@@ -341,9 +449,12 @@ CgroupStats JobCgroup::stats() const {
     return s;
   }
   if (!memory_dir_.empty()) {
-    s.memory_peak = read_u64(memory_dir_ + "/memory.max_usage_in_bytes");
+    // A pooled cgroup starts with what earlier runs left charged (mem_base_) and their OOM kills.
+    if (auto peak = read_u64(memory_dir_ + "/memory.max_usage_in_bytes"))
+      s.memory_peak = *peak > mem_base_ ? *peak - mem_base_ : 0;
     auto kills = read_key(memory_dir_ + "/memory.oom_control", "oom_kill");
-    s.oom_killed = kills ? *kills > 0 : false;
+    s.oom_killed = kills ? *kills > oom_base_ : false;
+    if (kills) oom_seen_ = *kills;
   }
   if (!cpu_dir_.empty())
     if (auto ns = read_u64(cpu_dir_ + "/cpuacct.usage")) s.cpu_seconds = static_cast<double>(*ns) / 1e9;
@@ -351,7 +462,7 @@ CgroupStats JobCgroup::stats() const {
 }
 
 void JobCgroup::kill_all() {
-  if (dirs_.empty()) return;
+  if (dirs_.empty() || emptied_) return;
   if (v2_) {
     if (write_text(dirs_[0] + "/cgroup.kill", "1")) return;
     write_text(dirs_[0] + "/cgroup.freeze", "1");
@@ -360,7 +471,23 @@ void JobCgroup::kill_all() {
     write_text(dirs_[0] + "/cgroup.freeze", "0");
     return;
   }
-  kill_v1(freezer_dir_, memory_dir_.empty() ? dirs_[0] : memory_dir_);
+  kill_v1(freezer_dir_, memory_dir_.empty() ? dirs_[0] : memory_dir_, pids_dir_);
+}
+
+void JobCgroup::reaped() {
+  // Called once the tree's init is reaped: nothing can join the cgroup any more, so one check
+  // that it is empty lets kill_all() (and the destructor's) skip the work.
+  if (dirs_.empty()) return;
+  auto empty = [this] {
+    if (!v2_) return v1_empty(pids_dir_, memory_dir_.empty() ? dirs_[0] : memory_dir_);
+    auto ev = read_text(dirs_[0] + "/cgroup.events");
+    return ev && ev->find("populated 0") != std::string::npos;
+  };
+  emptied_ = empty();
+  if (!emptied_) {
+    kill_all();
+    emptied_ = empty();
+  }
 }
 
 JobCgroup::~JobCgroup() {

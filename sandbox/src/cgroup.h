@@ -31,10 +31,28 @@ class JobCgroup {
   bool attach(pid_t pid, std::string* error);  // moves a process in (v1; v2 without CLONE_INTO_CGROUP)
   CgroupStats stats() const;
   void kill_all();  // cgroup.kill (v2) or freeze + SIGKILL + thaw (v1)
+  void reaped();    // the tree's init was reaped: kill what is left, note when it is empty
+
+  // After a run whose init was reaped: a v1 cgroup without a CPU quota that is empty and holds
+  // little memory is reset (peak, CPU usage) and kept for a later create(); anything else is
+  // removed. trim_pool() removes the idle ones (returns how many).
+  static void recycle(std::unique_ptr<JobCgroup> cg);
+  static int trim_pool();
 
  private:
   JobCgroup() = default;
   bool v2_ = false;
+  bool emptied_ = false;  // seen empty after init was reaped: nothing left to kill
+  // v1 settings in force (pooled cgroups keep them) and what earlier runs left behind.
+  bool configure_v1(const CgroupLimits& limits, std::string* error);
+  bool poolable_ = false;
+  bool has_memsw_ = false;
+  bool swappiness_set_ = false;
+  std::uint64_t mem_limit_ = ~0ull;
+  std::string pids_max_ = "max";
+  std::uint64_t mem_base_ = 0;   // memory.usage_in_bytes when this run got it
+  std::uint64_t oom_base_ = 0;   // oom_kill count when this run got it
+  mutable std::uint64_t oom_seen_ = 0;
   int dir_fd_ = -1;
   std::vector<std::string> dirs_;  // v2: one; v1: one per controller hierarchy
   std::string memory_dir_, cpu_dir_, freezer_dir_, pids_dir_;

@@ -71,6 +71,34 @@ const CallerArea& caller_area() {
   return area;
 }
 
+// The host's top-level merged-/usr symlinks (name, link text), read once per process.
+const std::vector<std::pair<std::string, std::string>>& merged_usr_links() {
+  static const std::vector<std::pair<std::string, std::string>> links = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const char* name : kMergedUsrLinks) {
+      char buf[PATH_MAX];
+      struct stat st{};
+      if (::lstat(name, &st) != 0 || !S_ISLNK(st.st_mode)) continue;
+      ssize_t n = ::readlink(name, buf, sizeof buf - 1);
+      if (n > 0) out.emplace_back(name, std::string(buf, static_cast<std::size_t>(n)));
+    }
+    return out;
+  }();
+  return links;
+}
+
+// Highest capability number of this kernel, read once per process.
+int cap_last() {
+  static const int last = [] {
+    int v = static_cast<int>(cap_max_bits()) - 1;
+    std::ifstream in("/proc/sys/kernel/cap_last_cap");
+    int k = -1;
+    if (in >> k && k > v) v = k;
+    return v;
+  }();
+  return last;
+}
+
 struct EmptyCaps {
   cap_t caps = cap_init();  // every set clear; never freed (shared by all plans)
 };
@@ -91,7 +119,7 @@ std::optional<std::string> normalize(const std::string& path) {
     out += '/';
     out += part;
   }
-  if (out.empty()) out = "/";
+  if (out.empty()) out.push_back('/');
   if (out.size() >= PATH_MAX - 16) return std::nullopt;
   return out;
 }
@@ -237,14 +265,8 @@ bool build_child_plan(const Policy& policy, ChildPlan& plan, std::string* error)
   b.symlink("/proc/self/fd/2", "/dev/stderr");
   for (const auto& t : policy.tmpfs)
     if (!b.tmpfs(t.target, t.size_bytes, "1777", MS_NOSUID | MS_NODEV)) return false;
-  for (const char* name : kMergedUsrLinks) {
-    char buf[PATH_MAX];
-    struct stat st{};
-    if (::lstat(name, &st) != 0 || !S_ISLNK(st.st_mode) || b.covered(name)) continue;
-    ssize_t n = ::readlink(name, buf, sizeof buf - 1);
-    if (n <= 0) continue;
-    b.symlink(std::string(buf, static_cast<std::size_t>(n)), name);
-  }
+  for (const auto& [name, text] : merged_usr_links())
+    if (!b.covered(name)) b.symlink(text, name);
   {
     MountOp proc;
     proc.kind = MountOp::Kind::Proc;
@@ -293,12 +315,7 @@ bool build_child_plan(const Policy& policy, ChildPlan& plan, std::string* error)
   static const EmptyCaps empty_caps;
   if (!empty_caps.caps) return b.fail("cap_init failed");
   plan.empty_caps = empty_caps.caps;
-  plan.cap_last = static_cast<int>(cap_max_bits()) - 1;
-  {
-    std::ifstream last("/proc/sys/kernel/cap_last_cap");
-    int v = -1;
-    if (last >> v && v > plan.cap_last) plan.cap_last = v;
-  }
+  plan.cap_last = cap_last();
   plan.native_arch = AUDIT_ARCH_NATIVE;
   if (policy.seccomp.mode != Seccomp::Mode::Off) {
     std::string why;

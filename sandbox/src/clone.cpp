@@ -38,11 +38,12 @@ unsigned long long sandbox_clone_flags(bool share_network) {
   return flags;
 }
 
-pid_t clone_sandbox(bool share_network, int* pidfd, int cgroup_fd) {
+pid_t clone_sandbox(bool share_network, int* pidfd, int cgroup_fd, bool clone_parent) {
   CloneArgs args{};
-  args.flags = sandbox_clone_flags(share_network) | CLONE_PIDFD;
+  args.flags = sandbox_clone_flags(share_network) | CLONE_PIDFD | (clone_parent ? CLONE_PARENT : 0);
   args.pidfd = reinterpret_cast<std::uintptr_t>(pidfd);
-  args.exit_signal = SIGCHLD;
+  // With CLONE_PARENT clone3 wants exit_signal 0: the child gets the caller's own (SIGCHLD).
+  args.exit_signal = clone_parent ? 0 : SIGCHLD;
   if (cgroup_fd >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<std::uint64_t>(cgroup_fd);

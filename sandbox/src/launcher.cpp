@@ -10,18 +10,22 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include "cgroup.h"
 #include "child_plan.h"
 #include "kjsandbox/sandbox.h"
 #include "launcher.h"
+#include "netns_pool.h"
 #include "wire.h"
+#include "zygote.h"
 
 namespace kjsandbox {
 namespace {
@@ -99,6 +103,11 @@ bool write_id_maps(pid_t pid, const Policy& policy, std::string* error) {
 std::string describe_setup_error(const ChildPlan& plan, const Policy& policy, const ChildMessage& m) {
   const Step step = static_cast<Step>(m.step);
   std::string what = step_name(step);
+  // Appended piecewise: GCC 12 -O3 flags `" " + str` with a false -Wrestrict.
+  auto add = [&what](const std::string& detail) {
+    what += ' ';
+    what += detail;
+  };
   const auto idx = static_cast<std::size_t>(m.index);
   switch (step) {
     case Step::MountPoint:
@@ -107,30 +116,35 @@ std::string describe_setup_error(const ChildPlan& plan, const Policy& policy, co
     case Step::Tmpfs:
     case Step::Symlink:
     case Step::Proc:
-      if (m.index >= 0 && idx < plan.ops.size()) what += " [" + plan.ops[idx].description + "]";
+      if (m.index >= 0 && idx < plan.ops.size()) {
+        add("[" + plan.ops[idx].description);
+        what += ']';
+      }
       break;
     case Step::SealRoot:
-      if (m.index >= 0 && idx < plan.seal_readonly.size()) what += std::string(" ") + plan.seal_readonly[idx];
+      if (m.index >= 0 && idx < plan.seal_readonly.size()) add(plan.seal_readonly[idx]);
       break;
     case Step::Rlimit:
-      if (m.index >= 0 && idx < plan.rlimits.size()) what += std::string(" ") + plan.rlimits[idx].name;
+      if (m.index >= 0 && idx < plan.rlimits.size()) add(plan.rlimits[idx].name);
       break;
     case Step::Chdir:
-      what += " " + std::string(plan.cwd);
+      add(plan.cwd ? std::string(plan.cwd) : policy.cwd);
       break;
     case Step::Exec:
-      what += " " + policy.argv[0];
+      add(policy.argv[0]);
       break;
     case Step::Setuid:
-      what += " " + std::to_string(policy.inside_uid);
+      add(std::to_string(policy.inside_uid));
       break;
     case Step::Setgid:
-      what += " " + std::to_string(policy.inside_gid);
+      add(std::to_string(policy.inside_gid));
       break;
     default:
       break;
   }
-  return what + ": " + errno_text(m.err);
+  what += ": ";
+  what += errno_text(m.err);
+  return what;
 }
 
 struct Capture {
@@ -138,16 +152,71 @@ struct Capture {
   bool* truncated;
 };
 
+// The run's pooled network namespace: back to the pool once the tree is known to be gone
+// (`reusable`), otherwise closed.
+struct NetnsHold {
+  std::optional<PooledNetns> ns;
+  bool reusable = false;
+  ~NetnsHold() {
+    if (!ns) return;
+    if (reusable)
+      netns_release(*ns);
+    else
+      netns_discard(*ns);
+  }
+};
+
+// Readable now (or hung up): a cancel fd that was signalled. POLLNVAL (not an fd) is not a cancel.
+bool cancel_signalled(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+std::atomic<int> g_stuck_pending{0};
+std::atomic<std::uint64_t> g_via_zygote{0}, g_in_process{0};
+
+// A tree that outlived kill_grace: a detached thread waits for init (the SIGKILL is pending; it
+// dies when it leaves the kernel) and then removes the job cgroup. If no thread can be started
+// the pid is left unreaped (and the cgroup removal is tried once, right away).
+// `stuck`: counted in stuck_trees_pending() until reaped (a tree abandoned on an exception is not).
+void reap_in_background(pid_t pid, int pidfd, std::unique_ptr<JobCgroup> cgroup, bool stuck = true) {
+  if (stuck) ++g_stuck_pending;
+  try {
+    std::thread([pid, pidfd, stuck, cg = std::move(cgroup)]() mutable {
+      int st;
+      while (::wait4(pid, &st, 0, nullptr) < 0 && errno == EINTR) {
+      }
+      ::close(pidfd);
+      cg.reset();  // kills what is left and removes the directories
+      if (stuck) --g_stuck_pending;
+    }).detach();
+  } catch (const std::system_error&) {
+    ::close(pidfd);
+    if (stuck) --g_stuck_pending;
+  }
+}
+
 }  // namespace
+
+int stuck_trees_pending() { return g_stuck_pending.load(); }
+
+int trim_pools() { return JobCgroup::trim_pool() + netns_trim(); }
+
+LaunchStats launch_stats() {
+  LaunchStats s;
+  s.via_zygote = g_via_zygote.load();
+  s.in_process = g_in_process.load();
+  s.zygote_ready = zygote_ready(&s.zygote_pid);
+  return s;
+}
 
 Report run(const Policy& policy) {
   Report report;
-  ChildPlan plan;
-  if (!build_child_plan(policy, plan, &report.error)) {
-    report.outcome = Outcome::SetupFailed;
+  if (policy.cancel_fd >= 0 && cancel_signalled(policy.cancel_fd)) {
+    report.outcome = Outcome::Cancelled;
+    report.error = "cancelled before the start";
     return report;
   }
-
   Fd stdin_fd(::open(policy.stdin_path.empty() ? "/dev/null" : policy.stdin_path.c_str(),
                      O_RDONLY | O_CLOEXEC));
   if (!stdin_fd) {
@@ -160,11 +229,6 @@ Report run(const Policy& policy) {
   make_pipe(status_r, status_w);
   make_pipe(out_r, out_w);
   make_pipe(err_r, err_w);
-  plan.fd_sync_read = sync_r.get();
-  plan.fd_status_write = status_w.get();
-  plan.fd_stdin = stdin_fd.get();
-  plan.fd_stdout_write = out_w.get();
-  plan.fd_stderr_write = err_w.get();
 
   // The job cgroup: limits and accounting for the whole tree.
   std::unique_ptr<JobCgroup> cgroup;
@@ -181,20 +245,102 @@ Report run(const Policy& policy) {
     }
   }
 
-  int pidfd_raw = -1;
+  NetnsHold netns;
+  if (!policy.share_network) netns.ns = netns_acquire();
   const int cgroup_fd = cgroup ? cgroup->clone_into_fd() : -1;
-  pid_t pid = clone_sandbox(policy.share_network, &pidfd_raw, cgroup_fd);
-  if (pid == 0) sandbox_init_main(plan);  // the child; never returns
   bool need_attach = cgroup && cgroup_fd < 0;
-  if (pid < 0 && cgroup_fd >= 0 && errno != ENOMEM && errno != EAGAIN) {
-    // A kernel without CLONE_INTO_CGROUP: clone, then attach before releasing the child.
-    pid = clone_sandbox(policy.share_network, &pidfd_raw, -1);
-    if (pid == 0) sandbox_init_main(plan);
-    need_attach = true;
+  int pidfd_raw = -1;
+  pid_t pid = -1;
+
+  // Cloned by the zygote when it is up (the ChildPlan is then built there), else here.
+  ChildPlan plan;
+  bool have_plan = false;
+  ZygoteRequest zq;
+  zq.policy = &policy;
+  zq.fd_sync_read = sync_r.get();
+  zq.fd_status_write = status_w.get();
+  zq.fd_stdin = stdin_fd.get();
+  zq.fd_stdout_write = out_w.get();
+  zq.fd_stderr_write = err_w.get();
+  zq.netns_fd = netns.ns ? netns.ns->ns_fd : -1;
+  zq.new_netns = !policy.share_network && !netns.ns;
+  zq.cgroup_fd = cgroup_fd;
+  const ZygoteReply zr = zygote_launch(zq);
+  if (zr.kind == ZygoteReply::Lost) {
+    // The zygote died with our request: it may have cloned a child that holds these pipes and
+    // sits in that namespace. Launch in-process with fresh ones (that child, never released, exits).
+    if (netns.ns) netns_discard(*netns.ns);
+    netns.ns = policy.share_network ? std::nullopt : netns_acquire();
+    stdin_fd.reset(::open(policy.stdin_path.empty() ? "/dev/null" : policy.stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!stdin_fd) {
+      report.outcome = Outcome::SetupFailed;
+      report.error = "open stdin " + policy.stdin_path + ": " + errno_text(errno);
+      return report;
+    }
+    make_pipe(sync_r, sync_w);
+    make_pipe(status_r, status_w);
+    make_pipe(out_r, out_w);
+    make_pipe(err_r, err_w);
   }
-  if (pid < 0) throw std::system_error(errno, std::generic_category(), "clone3");
+  if (zr.kind == ZygoteReply::PlanError) {
+    netns.reusable = true;
+    report.outcome = Outcome::SetupFailed;
+    report.error = zr.error;
+    return report;
+  }
+  if (zr.kind == ZygoteReply::CloneError) {
+    netns.reusable = true;
+    throw std::system_error(zr.clone_errno, std::generic_category(), "clone3 (zygote)");
+  }
+  if (zr.kind == ZygoteReply::Launched) {
+    pid = zr.pid;
+    pidfd_raw = zr.pidfd;
+    need_attach = need_attach || zr.need_attach;
+    ++g_via_zygote;
+  } else {
+    if (!build_child_plan(policy, plan, &report.error)) {
+      netns.reusable = true;
+      report.outcome = Outcome::SetupFailed;
+      return report;
+    }
+    have_plan = true;
+    plan.fd_sync_read = sync_r.get();
+    plan.fd_status_write = status_w.get();
+    plan.fd_stdin = stdin_fd.get();
+    plan.fd_stdout_write = out_w.get();
+    plan.fd_stderr_write = err_w.get();
+    // A pooled network namespace: this thread steps into it for the clone, the child inherits it.
+    if (netns.ns && !netns_enter(netns.ns->ns_fd)) netns.ns.reset();  // (closed by ~NetnsHold)
+    const bool new_netns = !policy.share_network && !netns.ns;
+    pid = clone_sandbox(!new_netns, &pidfd_raw, cgroup_fd);
+    if (pid == 0) sandbox_init_main(plan);  // the child; never returns
+    if (pid < 0 && cgroup_fd >= 0 && errno != ENOMEM && errno != EAGAIN) {
+      // A kernel without CLONE_INTO_CGROUP: clone, then attach before releasing the child.
+      pid = clone_sandbox(!new_netns, &pidfd_raw, -1);
+      if (pid == 0) sandbox_init_main(plan);
+      need_attach = true;
+    }
+    const int clone_errno = errno;
+    if (netns.ns) netns_leave();
+    if (pid < 0) {
+      netns.reusable = true;  // nothing ever ran in it
+      throw std::system_error(clone_errno, std::generic_category(), "clone3");
+    }
+    ++g_in_process;
+  }
   Fd pidfd(pidfd_raw);
   const auto clone_time = Clock::now();
+  // Should anything below throw, the tree must not outlive this call unwatched.
+  struct Orphan {
+    pid_t pid;
+    Fd* pidfd;
+    bool armed = true;
+    ~Orphan() {
+      if (!armed) return;
+      syscall(SYS_pidfd_send_signal, pidfd->get(), SIGKILL, nullptr, 0u);
+      reap_in_background(pid, pidfd->release(), nullptr, false);
+    }
+  } orphan{pid, &pidfd};
 
   // Our copies of the child's ends go; from here on EOF on a pipe means the tree let go of it.
   sync_r.reset();
@@ -210,6 +356,8 @@ Report run(const Policy& policy) {
     int st;
     while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
+    orphan.armed = false;
+    netns.reusable = true;
     report.outcome = Outcome::SetupFailed;
     report.error = std::move(error);
     return report;
@@ -224,9 +372,16 @@ Report run(const Policy& policy) {
   (void)!::write(sync_w.get(), &go[1], 1);
   sync_w.reset();
 
-  enum class Killed { No, Wall, Output } killed = Killed::No;
+  enum class Killed { No, Wall, Output, Cancel } killed = Killed::No;
   const auto deadline = clone_time + policy.wall_limit;
-  std::optional<Clock::time_point> exited_at;
+  std::optional<Clock::time_point> exited_at, killed_at;
+  bool stuck = false;
+  bool watch_cancel = policy.cancel_fd >= 0;
+  auto kill_for = [&](Killed why) {
+    killed = why;
+    killed_at = Clock::now();
+    kill_tree();
+  };
   bool have_status = false, have_setup_error = false, have_violation = false;
   ChildMessage setup_error{}, command_status{}, violation{};
   std::vector<std::pair<int, std::uint32_t>> seen_calls;
@@ -238,8 +393,8 @@ Report run(const Policy& policy) {
   std::string chunk(64 << 10, '\0');
 
   for (;;) {
-    pollfd pfds[4];
-    int what[4];
+    pollfd pfds[5];
+    int what[5];
     int n = 0;
     auto watch = [&](int fd, int tag) {
       pfds[n] = {fd, POLLIN, 0};
@@ -250,12 +405,11 @@ Report run(const Policy& policy) {
     if (status_r) watch(status_r.get(), 2);
     if (!exited_at) watch(pidfd.get(), 3);
     if (n == 0) break;
+    // Polled, never read (the caller may share it between runs); not after our kill or the exit.
+    if (watch_cancel && killed == Killed::No && !exited_at) watch(policy.cancel_fd, 4);
 
     const auto now = Clock::now();
-    if (killed == Killed::No && !exited_at && now >= deadline) {
-      killed = Killed::Wall;
-      kill_tree();
-    }
+    if (killed == Killed::No && !exited_at && now >= deadline) kill_for(Killed::Wall);
     int timeout_ms;
     if (exited_at) {
       // The namespace is empty once init is gone; only a clone of some other thread of this
@@ -264,7 +418,14 @@ Report run(const Policy& policy) {
       if (left <= Clock::duration::zero()) break;
       timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
     } else if (killed != Killed::No) {
-      timeout_ms = -1;  // SIGKILL is on its way; the pidfd will fire
+      // SIGKILL is on its way and the pidfd fires once the whole pid namespace is gone, unless
+      // a process is stuck in the kernel (a GPU driver): then we stop waiting after kill_grace.
+      auto left = *killed_at + policy.kill_grace - now;
+      if (left <= Clock::duration::zero()) {
+        stuck = true;
+        break;
+      }
+      timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
     } else {
       timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count());
     }
@@ -277,6 +438,14 @@ Report run(const Policy& policy) {
       if (!pfds[i].revents) continue;
       if (what[i] == 3) {
         exited_at = Clock::now();
+        continue;
+      }
+      if (what[i] == 4) {
+        if (pfds[i].revents & POLLNVAL) {
+          watch_cancel = false;  // not an fd (any more): the run is simply not cancellable
+        } else if (killed == Killed::No && !exited_at) {
+          kill_for(Killed::Cancel);
+        }
         continue;
       }
       Fd& fd = what[i] == 2 ? status_r : *outputs[what[i]];
@@ -313,12 +482,31 @@ Report run(const Policy& policy) {
       c.data->append(chunk.data(), take);
       if (take < static_cast<std::size_t>(got)) {
         *c.truncated = true;
-        if (killed == Killed::No && !exited_at) {
-          killed = Killed::Output;
-          kill_tree();
-        }
+        if (killed == Killed::No && !exited_at) kill_for(Killed::Output);
       }
     }
+  }
+
+  if (stuck) {
+    const auto now = Clock::now();
+    report.outcome = killed == Killed::Cancel   ? Outcome::Cancelled
+                     : killed == Killed::Output ? Outcome::OutputLimit
+                                                : Outcome::WallTimeout;
+    report.stuck = true;
+    report.error = "the sandbox tree did not exit within " + std::to_string(policy.kill_grace.count()) +
+                   " ms of SIGKILL (a process stuck in the kernel, e.g. a GPU driver); reaping it in the background";
+    report.wall_seconds = std::chrono::duration<double>(now - clone_time).count();
+    if (cgroup) {
+      const CgroupStats st = cgroup->stats();
+      report.cgroup_used = true;
+      report.cgroup_version = cgroup->v2() ? "v2" : "v1";
+      report.memory_peak_bytes = st.memory_peak.value_or(0);
+      report.oom_killed = st.oom_killed;
+      if (st.cpu_seconds) report.cpu_seconds = *st.cpu_seconds;
+    }
+    orphan.armed = false;
+    reap_in_background(pid, pidfd.release(), std::move(cgroup));
+    return report;
   }
 
   int wstatus = 0;
@@ -326,20 +514,30 @@ Report run(const Policy& policy) {
   while (::wait4(pid, &wstatus, 0, &ru) < 0) {
     if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "wait4");
   }
+  orphan.armed = false;
   if (!exited_at) exited_at = Clock::now();
   report.wall_seconds = std::chrono::duration<double>(*exited_at - clone_time).count();
   report.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                        static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   report.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024u;
   if (cgroup) {
-    cgroup->kill_all();  // init is gone, so is its pid namespace; this is belt and braces
+    cgroup->reaped();  // init is gone, so is its pid namespace; this is belt and braces
     const CgroupStats st = cgroup->stats();
     report.cgroup_used = true;
     report.cgroup_version = cgroup->v2() ? "v2" : "v1";
     report.memory_peak_bytes = st.memory_peak.value_or(0);
     report.oom_killed = st.oom_killed;
     if (st.cpu_seconds) report.cpu_seconds = *st.cpu_seconds;
-    cgroup.reset();
+    JobCgroup::recycle(std::move(cgroup));  // kept for a later run when empty and clean, else removed
+  }
+  netns.reusable = true;  // init is reaped: its pid namespace, and every process in it, is gone
+  // Launched by the zygote: the plan (for error descriptions and seccomp facts) is built here
+  // only when needed; it comes out the same, from the same policy.
+  const bool sigsys_status = have_status && WIFSIGNALED(command_status.wait_status) &&
+                             WTERMSIG(command_status.wait_status) == SIGSYS;
+  if (!have_plan && (have_setup_error || !seen_calls.empty() || sigsys_status)) {
+    std::string ignored;
+    have_plan = build_child_plan(policy, plan, &ignored);
   }
   if (have_violation) {
     report.seccomp_syscall = violation.nr;
@@ -356,9 +554,7 @@ Report run(const Policy& policy) {
                            report.seccomp_log.end());
   // A command that died of SIGSYS under a kill-process bad-arch action (kernels without
   // user-notification for bad arches) is a violation of an unknown call.
-  const bool sigsys = have_status && WIFSIGNALED(command_status.wait_status) &&
-                      WTERMSIG(command_status.wait_status) == SIGSYS && plan.seccomp &&
-                      plan.seccomp->badarch_kills && !plan.seccomp_log;
+  const bool sigsys = sigsys_status && plan.seccomp && plan.seccomp->badarch_kills && !plan.seccomp_log;
 
   if (report.oom_killed && !have_setup_error) {
     report.outcome = Outcome::MemoryLimit;
@@ -366,6 +562,8 @@ Report run(const Policy& policy) {
     report.outcome = Outcome::WallTimeout;
   } else if (killed == Killed::Output) {
     report.outcome = Outcome::OutputLimit;
+  } else if (killed == Killed::Cancel) {
+    report.outcome = Outcome::Cancelled;
   } else if (have_setup_error) {
     report.outcome = Outcome::SetupFailed;
     report.error = describe_setup_error(plan, policy, setup_error);

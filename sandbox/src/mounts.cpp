@@ -37,9 +37,17 @@ int mkdir_p(const char* path, bool include_last) {
     return -1;
   }
   std::memcpy(buf, path, n + 1);
+  if (!include_last) {
+    while (n > 1 && buf[n - 1] != '/') --n;
+    if (n > 1) --n;
+    buf[n] = '\0';
+  }
+  // Ops run shallowest first, so the parent usually exists: one mkdir instead of one per
+  // component. (EEXIST wins over EROFS for an existing path, as in the loop below.)
+  if (n <= 1 || sys::mkdir(buf, 0755) == 0 || errno == EEXIST) return 0;
+  if (errno != ENOENT) return -1;
   for (std::size_t i = 1; i <= n; ++i) {
     if (buf[i] != '/' && buf[i] != '\0') continue;
-    if (buf[i] == '\0' && !include_last) break;
     char saved = buf[i];
     buf[i] = '\0';
     if (sys::mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;

@@ -13,6 +13,7 @@ const char* to_string(Outcome o) {
     case Outcome::SetupFailed: return "setup_failed";
     case Outcome::SeccompViolation: return "seccomp_violation";
     case Outcome::MemoryLimit: return "memory_limit";
+    case Outcome::Cancelled: return "cancelled";
   }
   return "unknown";
 }

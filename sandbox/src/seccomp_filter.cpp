@@ -152,6 +152,10 @@ std::shared_ptr<const SeccompProgram> build(const Seccomp& s, std::string* error
     return nullptr;
   }
   seccomp_attr_set(c.ctx, SCMP_FLTATR_CTL_NNP, 0);
+  // A binary tree of syscall numbers instead of a linear chain: fewer instructions per call, and
+  // the kernel emulates the filter for every syscall number when init attaches it (the action
+  // cache), which with a linear chain of ~300 calls cost ~0.2 ms per launch.
+  seccomp_attr_set(c.ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
   for (const auto& [name, e] : by_name)
     if (add_entry(c.ctx, e, error) != 0) return nullptr;
 
@@ -231,7 +235,11 @@ std::string seccomp_syscall_name(std::uint32_t arch, int nr) {
   int n = nr;
   if (arch == AUDIT_ARCH_X86_64 && (nr & 0x40000000)) token = SCMP_ARCH_X32;
   char* name = seccomp_syscall_resolve_num_arch(token, n);
-  if (!name) return "#" + std::to_string(nr);
+  if (!name) {
+    std::string num = std::to_string(nr);
+    num.insert(num.begin(), '#');  // not "#" + ...: GCC 12 -O3 false -Wrestrict
+    return num;
+  }
   std::string out(name);
   std::free(name);
   return out;

@@ -20,7 +20,8 @@ std::vector<std::string> tenant_acl(const std::string& tenant, const std::string
           "%R~" + Keys::tenants(p), "%R~" + Keys::quotas(p), "%R~" + Keys::result(p, tenant, "*"),
           "%R~" + Keys::done(p, tenant), "%R~" + Keys::dead(p, tenant),
           // read-write: its own jobs stream, idempotency markers, counters, batches, cancel markers
-          "~" + Keys::jobs(p, tenant), "~" + Keys::job_marker(p, tenant, "*"), "~" + Keys::queued(p, tenant),
+          "~" + Keys::jobs(p, tenant, 1), "~" + Keys::jobs(p, tenant, 0), "~" + Keys::jobs(p, tenant, -1),
+          "~" + Keys::job_marker(p, tenant, "*"), "~" + Keys::queued(p, tenant),
           "~" + Keys::batch(p, tenant, "*"), "~" + Keys::cancel(p, tenant, "*"), "~" + Keys::batch_cancel(p, tenant, "*"),
           "resetchannels",
           // the commands kj_submit/kj_cancel run, and the reads the clients make
@@ -49,7 +50,8 @@ int admin_queues(kjqueue::Queue& q, bool as_json) {
     j.push_back({{"tenant", t.tenant}, {"lag", t.lag}, {"pending", t.pending}, {"stream_length", t.queued},
                  {"waiting_for_result", queued.empty() || !queued[0] ? 0 : std::stoll(*queued[0])},
                  {"retry_parked", delayed.empty() || !delayed[0] ? 0 : std::stoll(*delayed[0])},
-                 {"dead_letters", dead.empty() || !dead[0] ? 0 : std::stoll(*dead[0])}, {"completed_events", t.completed}});
+                 {"dead_letters", dead.empty() || !dead[0] ? 0 : std::stoll(*dead[0])}, {"completed_events", t.completed},
+                 {"running_under_cap", q.running_count(t.tenant)}});
   }
   if (as_json) {
     std::cout << j.dump(2) << "\n";
@@ -71,12 +73,21 @@ int admin_job(kjqueue::Queue& q, const std::string& tenant, const std::string& j
   j["entry_id"] = entry;
   j["state"] = entry.empty() ? "unknown" : "queued";
   if (!entry.empty()) {
-    auto pend = q.command({"XPENDING", Keys::jobs(p, tenant), Keys::kGroup, entry, entry, "1"});
-    if (pend.size() >= 4) {
-      j["state"] = "running";
-      j["consumer"] = pend[1].value_or("");
-      j["idle_ms"] = std::stoll(pend[2].value_or("0"));
-      j["deliveries"] = std::stoll(pend[3].value_or("0"));
+    for (int lane : kjqueue::kLanes) {  // the marker names the entry, not its priority lane
+      std::vector<std::optional<std::string>> pend;
+      try {
+        pend = q.command({"XPENDING", Keys::jobs(p, tenant, lane), Keys::kGroup, entry, entry, "1"});
+      } catch (const kjqueue::QueueError&) {  // NOGROUP: that lane was never used
+        continue;
+      }
+      if (pend.size() >= 4) {
+        j["state"] = "running";
+        j["lane"] = lane;
+        j["consumer"] = pend[1].value_or("");
+        j["idle_ms"] = std::stoll(pend[2].value_or("0"));
+        j["deliveries"] = std::stoll(pend[3].value_or("0"));
+        break;
+      }
     }
   }
   auto parked = q.command({"ZSCORE", Keys::delayed(p, tenant), job_id});
@@ -157,6 +168,14 @@ int admin_quota(kjqueue::Queue& q, const std::string& tenant, long long max_queu
   return 0;
 }
 
+int admin_cap(kjqueue::Queue& q, const std::string& tenant, long long max_running) {
+  q.set_cap(tenant, max_running);
+  std::cout << (max_running < 0 ? "cluster cap removed for " + tenant
+                                : "cluster cap for " + tenant + ": " + std::to_string(max_running) + " running")
+            << "\n";
+  return 0;
+}
+
 int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& password, int partition, bool apply) {
   auto argv = tenant_acl(tenant, password, partition);
   std::cout << acl_line(argv) << "\n";
@@ -164,7 +183,13 @@ int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& p
     q->command(argv);
     // Registered here, so kj_submit never needs write access to the shared tenant set.
     q->command({"SADD", Keys::tenants(partition), tenant});
-    q->command({"XGROUP", "CREATE", Keys::jobs(partition, tenant), Keys::kGroup, "0", "MKSTREAM"});
+    for (int lane : kjqueue::kLanes) {
+      try {
+        q->command({"XGROUP", "CREATE", Keys::jobs(partition, tenant, lane), Keys::kGroup, "0", "MKSTREAM"});
+      } catch (const kjqueue::QueueError& e) {
+        if (std::string(e.what()).find("BUSYGROUP") == std::string::npos) throw;  // else: exists already
+      }
+    }
   }
   return 0;
 }

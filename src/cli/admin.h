@@ -21,6 +21,7 @@ int admin_nodes(kjqueue::Queue& q, bool json);
 int admin_drain(kjqueue::Queue& q, const std::string& node, bool undo);
 int admin_dead(kjqueue::Queue& q, const std::string& tenant, const std::string& action, const std::string& entry, bool json);
 int admin_quota(kjqueue::Queue& q, const std::string& tenant, long long max_queued);
+int admin_cap(kjqueue::Queue& q, const std::string& tenant, long long max_running);
 int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& password, int partition, bool apply);
 int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool json);
 

@@ -104,6 +104,7 @@ v1::Job build_job(const JobSpec& spec) {
   if (spec.tenant) job.set_tenant(*spec.tenant);
   if (job.tenant().empty()) job.set_tenant("dev");
   if (!spec.batch_id.empty()) job.set_batch_id(spec.batch_id);
+  if (spec.priority) job.set_priority(*spec.priority);
   if (spec.compile_wall_ms) job.mutable_limits()->set_compile_wall_ms(spec.compile_wall_ms);
   if (spec.run_wall_ms) job.mutable_limits()->set_run_wall_ms(spec.run_wall_ms);
   if (spec.trials) job.mutable_options()->mutable_timing()->set_max_trials(spec.trials);

@@ -19,6 +19,7 @@ struct JobSpec {
   std::string job_id;                              // default: random
   std::optional<std::string> tenant;              // default: the job file's, else "dev"
   std::string batch_id;
+  std::optional<int> priority;                     // > 0 high lane, < 0 low lane (queue aging keeps low moving)
   std::uint32_t compile_wall_ms = 0, run_wall_ms = 0, trials = 0, sets = 0;
   std::string reward_policy;
   // KernelBench-format task: reference module + ModelNew module (or a raw completion).

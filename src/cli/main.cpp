@@ -42,6 +42,7 @@ void add_job_options(CLI::App* cmd, JobSpec& s) {
   cmd->add_option("--job-id", s.job_id, "idempotency key (default: random)");
   cmd->add_option("--tenant", s.tenant, "tenant (default: the job's, else 'dev')");
   cmd->add_option("--batch", s.batch_id, "batch id");
+  cmd->add_option("--priority", s.priority, "higher runs first within the tenant (>0 high lane, <0 low lane; aging prevents starvation)");
   cmd->add_option("--compile-wall-ms", s.compile_wall_ms, "build time limit");
   cmd->add_option("--run-wall-ms", s.run_wall_ms, "run time limit per sandboxed run");
   cmd->add_option("--trials", s.trials, "timed trials");
@@ -162,6 +163,11 @@ int main(int argc, char** argv) {
   auto* a_quota = admin->add_subcommand("quota", "set a tenant's (or '*' default) max jobs waiting for a result; -1 removes");
   a_quota->add_option("tenant", a_tenant)->required();
   a_quota->add_option("max", a_max)->required();
+  auto* a_gpu_clear = admin->add_subcommand("gpu-clear", "lift a node's GPU quarantine (after checking the GPU)");
+  a_gpu_clear->add_option("node", a_node)->required();
+  auto* a_cap = admin->add_subcommand("cap", "set a tenant's (or '*' default) max running jobs on all nodes together; -1 removes");
+  a_cap->add_option("tenant", a_tenant)->required();
+  a_cap->add_option("max", a_max)->required();
   bool a_apply = false;
   auto* a_acl = admin->add_subcommand("acl", "print (or --apply) the ACL SETUSER line of a tenant user");
   a_acl->add_option("tenant", a_tenant)->required();
@@ -181,7 +187,8 @@ int main(int argc, char** argv) {
       }
       const v1::Job job = kj::cli::build_job(submit_spec);
       try {
-        q.submit(job.tenant(), job.job_id(), job.SerializeAsString(), kjqueue::SubmitOptions{job.batch_id(), batch_size});
+        q.submit(job.tenant(), job.job_id(), job.SerializeAsString(),
+                 kjqueue::SubmitOptions{job.batch_id(), batch_size, kjqueue::lane_of_priority(job.priority())});
       } catch (const kjqueue::QueueFull& e) {
         std::cerr << "kjudge: queue full: " << e.what() << "\n";
         return 4;
@@ -211,6 +218,12 @@ int main(int argc, char** argv) {
       if (*a_drain) return kj::cli::admin_drain(q, a_node, a_undo);
       if (*a_dead) return kj::cli::admin_dead(q, a_tenant, a_action, a_entry, json);
       if (*a_quota) return kj::cli::admin_quota(q, a_tenant, a_max);
+      if (*a_cap) return kj::cli::admin_cap(q, a_tenant, a_max);
+      if (*a_gpu_clear) {
+        q.command({"SET", kjqueue::Keys::gpu_clear(partition, a_node), "1", "EX", "86400"});
+        std::cout << "quarantine lift requested for " << a_node << " (applied at its next heartbeat)\n";
+        return 0;
+      }
       if (*a_acl) return kj::cli::admin_acl(&q, a_tenant, a_password, partition, true);
     }
     if (*wait) {

@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <regex>
+#include <sstream>
 #include <stdexcept>
+
+#include "common/log.h"
 
 namespace kj {
 namespace {
@@ -25,6 +29,85 @@ void take_u64(const toml::table& t, std::string_view key, std::uint64_t& out) {
   if (auto v = t[key].value<std::int64_t>()) {
     if (*v < 0) throw std::runtime_error(std::string(key) + " must not be negative");
     out = static_cast<std::uint64_t>(*v);
+  }
+}
+
+// The keys below are strict: present with the wrong type is an error naming the key, not a silent
+// default (a quoted number or a typo'd mode must not leave a limit unset).
+std::string type_of(const toml::node& n) {
+  std::ostringstream o;
+  o << n.type();
+  return o.str();
+}
+
+std::optional<std::int64_t> int_key(const toml::table& t, const std::string& name, std::string_view key) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (auto v = n->value_exact<std::int64_t>()) return *v;
+  throw std::runtime_error(name + " must be an integer, not a " + type_of(*n));
+}
+
+std::optional<double> number_key(const toml::table& t, const std::string& name, std::string_view key) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (auto v = n->value_exact<std::int64_t>()) return static_cast<double>(*v);
+  if (auto v = n->value_exact<double>()) return *v;
+  throw std::runtime_error(name + " must be a number, not a " + type_of(*n));
+}
+
+std::optional<std::string> string_key(const toml::table& t, const std::string& name, std::string_view key) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (auto v = n->value_exact<std::string>()) return *v;
+  throw std::runtime_error(name + " must be a string, not a " + type_of(*n));
+}
+
+void take_bounded(const toml::table& t, std::string_view section, std::string_view key, std::uint64_t& out,
+                  std::int64_t min, std::int64_t max, std::string_view what) {
+  const std::string name = std::string(section) + "." + std::string(key);
+  if (auto v = int_key(t, name, key)) {
+    if (*v < min || *v > max)
+      throw std::runtime_error(name + " must be " + std::string(what) + " in " + std::to_string(min) + ".." +
+                               std::to_string(max) + ", not " + std::to_string(*v));
+    out = static_cast<std::uint64_t>(*v);
+  }
+}
+
+// CPUs' worth of time: 0 clears the limit (so a drop-in can lift one set before); below 0.01 the
+// cgroup quota would round to its 1 ms floor anyway.
+void take_cpus(const toml::table& t, std::string_view key, std::optional<double>& out) {
+  const std::string name = "sandbox." + std::string(key);
+  if (auto v = number_key(t, name, key)) {
+    if (*v == 0) {
+      out.reset();
+      return;
+    }
+    if (!(*v >= 0.01 && *v <= 4096))  // also rejects nan
+      throw std::runtime_error(name + " must be 0 (no limit) or a number of CPUs in 0.01..4096, not " +
+                               std::to_string(*v));
+    out = *v;
+  }
+}
+
+void apply_sandbox_limits(const toml::table& s, SandboxConfig& sb) {
+  constexpr std::int64_t kMinMemory = 16ll << 20;  // less cannot start a compiler; catches MiB-for-bytes slips
+  constexpr std::int64_t kMaxMemory = 1ll << 50;
+  take_bounded(s, "sandbox", "compile_memory_bytes", sb.compile_memory_bytes, kMinMemory, kMaxMemory, "bytes");
+  take_bounded(s, "sandbox", "run_memory_bytes", sb.run_memory_bytes, kMinMemory, kMaxMemory, "bytes");
+  take_bounded(s, "sandbox", "compile_pids", sb.compile_pids, 16, 4'194'304, "a task count");
+  take_bounded(s, "sandbox", "run_pids", sb.run_pids, 16, 4'194'304, "a task count");
+  take_cpus(s, "compile_cpus", sb.compile_cpus);
+  take_cpus(s, "run_cpus", sb.run_cpus);
+  if (auto m = string_key(s, "sandbox.seccomp", "seccomp")) {
+    if (*m == "enforce") sb.seccomp = SeccompMode::Enforce;
+    else if (*m == "log") sb.seccomp = SeccompMode::Log;
+    else if (*m == "off") sb.seccomp = SeccompMode::Off;
+    else throw std::runtime_error("sandbox.seccomp must be \"enforce\", \"log\" or \"off\", not \"" + *m + "\"");
+  }
+  if (auto v = int_key(s, "sandbox.gpu_index", "gpu_index")) {
+    if (*v < 0 || *v > 999)
+      throw std::runtime_error("sandbox.gpu_index must be a GPU's device minor in 0..999, not " + std::to_string(*v));
+    sb.gpu_index = static_cast<int>(*v);
   }
 }
 
@@ -62,6 +145,18 @@ void apply(const toml::table& root, Config& c) {
     if (auto arr = (*s)["extra_ro_binds"].as_array())
       for (auto& e : *arr)
         if (auto p = e.value<std::string>()) c.sandbox.extra_ro_binds.push_back(*p);
+    apply_sandbox_limits(*s, c.sandbox);
+  }
+  if (auto node = root.get("toolchain")) {
+    auto* t = node->as_table();
+    if (!t) throw std::runtime_error("toolchain must be a table");
+    if (auto a = string_key(*t, "toolchain.cuda_arch", "cuda_arch")) {
+      // the same form $KJUDGE_CUDA_ARCH takes; empty = detect
+      if (!a->empty() && !std::regex_match(*a, std::regex("sm_[0-9]{2,3}[af]?")))
+        throw std::runtime_error("toolchain.cuda_arch must look like \"sm_90\" or \"sm_90a\" (or be empty), not \"" +
+                                 *a + "\"");
+      c.toolchain.cuda_arch = *a;
+    }
   }
   if (auto q = root["queue"].as_table()) {
     auto ms = [&](std::string_view key, std::chrono::milliseconds& out, long long min) {
@@ -75,6 +170,7 @@ void apply(const toml::table& root, Config& c) {
     ms("retry_base_ms", c.queue.retry_base, 1);
     ms("retry_max_ms", c.queue.retry_max, 1);
     ms("cancel_poll_ms", c.queue.cancel_poll, 10);
+    ms("priority_aging_ms", c.queue.priority_aging, 0);
     std::chrono::milliseconds trim = c.queue.trim_interval, drain = c.queue.drain_timeout;
     ms("trim_interval_ms", trim, 100);
     ms("drain_timeout_ms", drain, 0);
@@ -146,6 +242,12 @@ void apply_file(const std::filesystem::path& file, Config& c) {
 
 }  // namespace
 
+std::string torch_arch_from_sm(const std::string& sm) {
+  std::smatch m;
+  if (!std::regex_match(sm, m, std::regex("sm_([0-9]{1,2})([0-9])[af]?"))) return "";
+  return m[1].str() + "." + m[2].str();
+}
+
 Config load_config(const std::optional<std::filesystem::path>& file) {
   Config c;
   char host[256] = {};
@@ -162,6 +264,17 @@ Config load_config(const std::optional<std::filesystem::path>& file) {
       for (auto& p : parts) apply_file(p, c);
     }
   }
+  if (c.kernelbench.cuda_arch_list.empty() && !c.toolchain.cuda_arch.empty())
+    c.kernelbench.cuda_arch_list = torch_arch_from_sm(c.toolchain.cuda_arch);
+  // Said on every load (start and SIGHUP) while it holds: nothing else shows that sandboxes lost their filter.
+  if (c.sandbox.seccomp == SeccompMode::Off)
+    log::warn("config.seccomp_off",
+              {{"warning", "SECCOMP IS OFF: sandboxed code may make any system call. For debugging only; "
+                           "never on a node that judges untrusted code."}});
+  else if (c.sandbox.seccomp == SeccompMode::Log)
+    log::warn("config.seccomp_log",
+              {{"warning", "seccomp is in log mode: forbidden system calls are allowed and only recorded. "
+                           "For debugging only; never on a node that judges untrusted code."}});
   if (c.runner_path.empty()) c.runner_path = self_dir() / "kjudge-runner";
   if (c.kernelbench.harness_dir.empty()) {
     // Installed: <prefix>/share/kjudge/python next to <prefix>/bin; a build tree: the sources.

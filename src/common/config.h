@@ -19,10 +19,28 @@ struct RedisConfig {
   int partition = 0;
 };
 
+// What the sandbox does with a system call outside its allow-list (kjsandbox::Seccomp::Mode).
+enum class SeccompMode { Enforce, Log, Off };
+
 struct SandboxConfig {
   std::optional<std::uint32_t> host_uid;  // unset: 65534 when root, own uid otherwise
   std::optional<std::uint32_t> host_gid;
   std::vector<std::string> extra_ro_binds;  // added to every sandbox (e.g. a toolchain outside /usr)
+  // cgroup limits of the two slot kinds (compile: builds; run: runner, oracle, harness).
+  std::uint64_t compile_memory_bytes = 4ull << 30;
+  std::uint64_t run_memory_bytes = 16ull << 30;  // CUDA contexts and pinned buffers are host memory
+  std::uint64_t compile_pids = 512;              // nvcc and g++ -j fan out
+  std::uint64_t run_pids = 1024;                 // PoCL and PyTorch thread pools
+  std::optional<double> compile_cpus;            // CPUs' worth of time (cgroup cpu quota); unset = no limit
+  std::optional<double> run_cpus;
+  SeccompMode seccomp = SeccompMode::Enforce;    // Log and Off are for debugging (warned at load)
+  std::optional<int> gpu_index;  // device minor for run slots; unset: $KJUDGE_GPU_INDEX, else auto-detect
+};
+
+struct ToolchainConfig {
+  // nvcc -arch of native CUDA jobs ("sm_90"); empty: $KJUDGE_CUDA_ARCH, else nvidia-smi, else sm_90.
+  // Also the default of kernelbench.cuda_arch_list ("sm_90" -> "9.0") when that is unset.
+  std::string cuda_arch;
 };
 
 struct LimitsConfig {  // defaults when a job leaves a limit at 0, and the maximum it may ask for
@@ -48,6 +66,9 @@ struct QueueConfig {
   std::chrono::milliseconds retry_max{60'000};
   std::chrono::seconds trim_interval{10};
   std::chrono::milliseconds cancel_poll{500};     // running jobs' cancel markers are checked this often
+  // Priority lanes within a tenant: a lane's oldest job scores lane x aging + time waited, so a
+  // job one lane down overtakes after waiting this much longer (kj_fetch; 0: oldest first, lanes ignored).
+  std::chrono::milliseconds priority_aging{30'000};
   std::chrono::seconds drain_timeout{60};         // SIGTERM: running jobs get this long, then leases go back
   std::chrono::seconds cancel_ttl{7 * 24 * 3600};
   std::map<std::string, TenantConfig> tenants;    // [tenants.<name>] weight/max_running; "*" = default
@@ -81,6 +102,7 @@ struct Config {
   std::string opencl_device_type;          // "", "gpu", "cpu", "all" → KJUDGE_OPENCL_DEVICE_TYPE
   RedisConfig redis;
   SandboxConfig sandbox;
+  ToolchainConfig toolchain;
   LimitsConfig limits;
   QueueConfig queue;
   MetricsConfig metrics;
@@ -89,6 +111,10 @@ struct Config {
 
 // Throws std::runtime_error with the file and the offending key on bad input.
 Config load_config(const std::optional<std::filesystem::path>& file);
+
+// TORCH_CUDA_ARCH_LIST entry for an nvcc arch: "sm_90" -> "9.0", "sm_100a" -> "10.0" (the suffix is
+// dropped: older torch rejects "9.0a"); "" when `sm` is not of that form.
+std::string torch_arch_from_sm(const std::string& sm);
 
 // Directory of the running executable (for finding sibling binaries like kjudge-runner).
 std::filesystem::path self_dir();

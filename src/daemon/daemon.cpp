@@ -4,6 +4,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <google/protobuf/util/time_util.h>
 #include <nlohmann/json.hpp>
+#include <sys/eventfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -14,7 +15,9 @@
 
 #include "common/log.h"
 #include "kjsandbox/policy.h"
+#include "pipeline/gpu_lock.h"
 #include "pipeline/judge.h"
+#include "pipeline/sandbox_profiles.h"
 #include "pipeline/validate.h"
 #include "pipeline/workspace.h"
 
@@ -81,10 +84,26 @@ unsigned cap_of(const QueueConfig& q, const std::string& t) {
 
 void notify(const std::string& state) { sd_notify(0, state.c_str()); }
 
+kjqueue::EntryRef ref_of(const kjqueue::Delivery& d) { return {d.tenant, d.lane, d.entry_id}; }
+
+// Entry ids are unique per stream only: a tenant's lanes are separate streams.
+std::pair<std::string, std::string> held_key(const kjqueue::Delivery& d) {
+  return {kjqueue::Keys::jobs(d.partition, d.tenant, d.lane), d.entry_id};
+}
+
 }  // namespace
 
+Daemon::Held::Held() : cancel_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+Daemon::Held::~Held() {
+  if (cancel_fd >= 0) ::close(cancel_fd);
+}
+
 Daemon::Daemon(Config cfg, std::function<Config()> reload)
-    : cfg_(std::move(cfg)), reload_fn_(std::move(reload)), slots_(cfg_.workers) {
+    : cfg_(std::move(cfg)),
+      reload_fn_(std::move(reload)),
+      slots_(cfg_.workers),
+      gpu_(gpu_index(cfg_)),
+      gpu_health_(sandboxed_canary(cfg_)) {
   metrics_.slots = cfg_.workers;
 }
 
@@ -108,11 +127,11 @@ int Daemon::run() {
   // A previous incarnation of this node (crash, SIGKILL) may have left entries pending on our
   // consumer name: hand them back at once so any node's reaper takes them now, not after a lease.
   {
-    std::map<std::string, std::vector<std::string>> mine;
-    for (auto& [t, id] : loop_queue_->pending_of(cfg_.node)) mine[t].push_back(id);
+    std::map<std::pair<std::string, int>, std::vector<std::string>> mine;  // (tenant, lane) -> entries
+    for (auto& e : loop_queue_->pending_of(cfg_.node)) mine[{e.tenant, e.lane}].push_back(e.entry_id);
     std::size_t n = 0;
-    for (auto& [t, ids] : mine) {
-      loop_queue_->hand_back(t, cfg_.node, ids, cfg_.queue.lease);
+    for (auto& [stream, ids] : mine) {
+      loop_queue_->hand_back(stream.first, cfg_.node, ids, cfg_.queue.lease, stream.second);
       n += ids.size();
     }
     if (n) log::warn("daemon.previous_entries_handed_back", {{"entries", n}});
@@ -175,13 +194,35 @@ void Daemon::heartbeat() {
       busy = busy_;
     }
     nlohmann::json info = {{"version", KJUDGE_VERSION}, {"workers", cfg_.workers}, {"busy", busy},
-                           {"jobs_done", jobs_done_.load()}, {"pid", ::getpid()}, {"draining", stopping_.load()}};
+                           {"jobs_done", jobs_done_.load()}, {"pid", ::getpid()}, {"draining", stopping_.load()},
+                           {"gpus", gpu_health_.to_json()}};
     loop_queue_->heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
     notify("STATUS=" + std::string(stopping_ ? "draining" : "fetching") + ", busy " + std::to_string(busy) + "/" +
            std::to_string(cfg_.workers) + ", jobs done " + std::to_string(jobs_done_.load()));
     // `kjudge admin drain <node>` sets this key.
     auto drain = loop_queue_->command({"EXISTS", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
     if (!stopping_ && !drain.empty() && drain.front() == "1") begin_drain("admin drain");
+    // `kjudge admin gpu-clear <node>`: an operator checked the GPU and lifts its quarantine.
+    const std::string clear_key = kjqueue::Keys::gpu_clear(cfg_.redis.partition, cfg_.node);
+    auto clear = loop_queue_->command({"EXISTS", clear_key});
+    if (!clear.empty() && clear.front() == "1") {
+      for (const auto& g : gpu_health_.snapshot())
+        if (g.state == GpuState::Quarantined) gpu_health_.clear(g.gpu);
+      loop_queue_->command({"DEL", clear_key});
+    }
+    // A quarantined GPU takes no jobs: what this node took but has not started goes back now.
+    if (gpu_quarantined()) {
+      std::vector<HeldPtr> unstarted;
+      {
+        std::lock_guard lk(mu_);
+        for (auto& h : ready_) {
+          held_.erase(held_key(h->d));
+          unstarted.push_back(h);
+        }
+        ready_.clear();
+      }
+      if (!unstarted.empty()) hand_back(unstarted);
+    }
   } catch (const kjqueue::QueueError& e) {
     ++metrics_.redis_errors;
     log::warn("heartbeat.failed", {{"error", e.what()}});
@@ -204,13 +245,18 @@ std::vector<Daemon::HeldPtr> Daemon::snapshot(bool running_only) {
 // counted) so no reaper takes them. Runs on the event loop, never on a busy slot thread.
 void Daemon::renew_leases() {
   auto items = snapshot(false);
-  std::map<std::string, std::vector<HeldPtr>> by_tenant;
-  for (auto& h : items) by_tenant[h->d.tenant].push_back(h);
+  std::map<std::pair<std::string, int>, std::vector<HeldPtr>> by_stream;  // (tenant, lane)
+  for (auto& h : items) by_stream[{h->d.tenant, h->d.lane}].push_back(h);
   try {
-    for (auto& [t, hs] : by_tenant) {
+    for (auto& [stream, hs] : by_stream) {
+      const std::string& t = stream.first;
       std::vector<std::string> ids;
       for (auto& h : hs) ids.push_back(h->d.entry_id);
-      auto lost = loop_queue_->renew(t, cfg_.node, ids, cfg_.queue.lease);
+      auto lost = loop_queue_->renew(t, cfg_.node, ids, cfg_.queue.lease, stream.second);
+      std::vector<kjqueue::EntryRef> capped_refs;
+      for (auto& h : hs)
+        if (h->cluster_capped) capped_refs.push_back(ref_of(h->d));
+      loop_queue_->renew_running(capped_refs, cfg_.queue.lease);
       metrics_.leases_renewed += ids.size() - lost.size();
       std::set<std::string> lost_set(lost.begin(), lost.end());
       for (auto& h : hs) {
@@ -219,9 +265,9 @@ void Daemon::renew_leases() {
         bool still_held;
         {
           std::lock_guard lk(mu_);
-          still_held = held_.count({t, h->d.entry_id}) > 0;
+          still_held = held_.count(held_key(h->d)) > 0;
           if (still_held && !h->running) {  // not started: the other owner runs it
-            held_.erase({t, h->d.entry_id});
+            held_.erase(held_key(h->d));
             std::erase(ready_, h);
           }
         }
@@ -248,8 +294,12 @@ void Daemon::poll_cancels() {
     try {
       auto flags = loop_queue_->cancelled(q);
       for (std::size_t i = 0; i < flags.size() && i < running.size(); ++i)
-        if (flags[i] && !running[i]->cancel.exchange(true))
+        if (flags[i] && !running[i]->cancel.exchange(true)) {
+          // wakes every sandbox of the job: its tree is killed, the slot is free within a poll
+          const std::uint64_t one = 1;
+          if (running[i]->cancel_fd >= 0) (void)!::write(running[i]->cancel_fd, &one, sizeof one);
           log::info("job.cancel_requested", {{"job_id", running[i]->d.job_id}, {"tenant", running[i]->d.tenant}});
+        }
     } catch (const kjqueue::QueueError& e) {
       ++metrics_.redis_errors;
     }
@@ -271,11 +321,20 @@ void Daemon::watchdog() {
 }
 
 void Daemon::hand_back(const std::vector<HeldPtr>& items) {
-  std::map<std::string, std::vector<std::string>> by_tenant;
-  for (auto& h : items) by_tenant[h->d.tenant].push_back(h->d.entry_id);
-  for (auto& [t, ids] : by_tenant) {
+  std::vector<kjqueue::EntryRef> capped_refs;
+  for (auto& h : items)
+    if (h->cluster_capped) capped_refs.push_back(ref_of(h->d));
+  try {
+    loop_queue_->release_running(capped_refs);  // whoever takes them next counts them again
+  } catch (const kjqueue::QueueError& e) {
+    ++metrics_.redis_errors;  // they expire with the lease
+  }
+  std::map<std::pair<std::string, int>, std::vector<std::string>> by_stream;  // (tenant, lane)
+  for (auto& h : items) by_stream[{h->d.tenant, h->d.lane}].push_back(h->d.entry_id);
+  for (auto& [stream, ids] : by_stream) {
+    const std::string& t = stream.first;
     try {
-      loop_queue_->hand_back(t, cfg_.node, ids, cfg_.queue.lease);
+      loop_queue_->hand_back(t, cfg_.node, ids, cfg_.queue.lease, stream.second);
       metrics_.handed_back += ids.size();
     } catch (const kjqueue::QueueError& e) {
       ++metrics_.redis_errors;
@@ -303,7 +362,7 @@ void Daemon::drain_tick() {
   {
     std::lock_guard lk(mu_);
     for (auto& h : ready_) {
-      held_.erase({h->d.tenant, h->d.entry_id});
+      held_.erase(held_key(h->d));
       unstarted.push_back(h);
     }
     ready_.clear();
@@ -361,6 +420,7 @@ HttpReply Daemon::http(const std::string& target) {
   if (target == "/readyz") {
     if (stopping_) return {503, "draining\n"};
     if (!fetch_ok_) return {503, "redis not reachable\n"};
+    if (gpu_quarantined()) return {503, "gpu " + std::to_string(gpu_) + " quarantined\n"};
     return {200, "ready\n"};
   }
   if (target == "/metrics") {
@@ -374,7 +434,7 @@ HttpReply Daemon::http(const std::string& target) {
       std::lock_guard lk(mu_);
       metrics_.busy = busy_;
     }
-    return {200, metrics_.render(tenants, !stopping_ && fetch_ok_)};
+    return {200, metrics_.render(tenants, !stopping_ && fetch_ok_) + gpu_health_.render_metrics()};
   }
   return {404, "not found: /metrics, /livez, /readyz\n"};
 }
@@ -392,12 +452,13 @@ bool Daemon::capped(const std::string& t) const {
   return n >= cap;
 }
 
-void Daemon::take(std::vector<kjqueue::Delivery> got, bool front) {
+void Daemon::take(std::vector<kjqueue::Delivery> got, bool front, const std::set<std::string>& cluster_capped) {
   std::lock_guard lk(mu_);
   for (auto& d : got) {
     auto h = std::make_shared<Held>();
     h->d = std::move(d);
-    auto key = std::make_pair(h->d.tenant, h->d.entry_id);
+    h->cluster_capped = cluster_capped.count(h->d.tenant) > 0;
+    auto key = held_key(h->d);
     if (held_.count(key)) continue;  // reclaimed what we already hold (our own lease expired)
     held_[key] = h;
     if (front) ready_.push_front(h);
@@ -424,15 +485,35 @@ void Daemon::dispatch_ready() {
     const unsigned slot = next_slot++ % cfg_.workers;
     boost::asio::post(slots_, [this, h, slot] {
       process(h, slot);
+      check_gpu(h);
       finish(h);
     });
   }
 }
 
+// The job's result is stored; its slot stays busy while the canary checks the GPU it faulted,
+// hung or was killed on. The canary holds the GPU lock, so it never runs beside another job's timing.
+void Daemon::check_gpu(const HeldPtr& h) {
+  if (h->gpu_outcome == GpuJobOutcome::Clean) return;
+  try {
+    GpuLock lock(gpu_lock_file(cfg_));
+    if (!gpu_health_.after_job(gpu_, h->gpu_outcome, h->gpu_incident))
+      log::error("gpu.unusable", {{"gpu", gpu_}, {"after_job", h->d.job_id}, {"node", cfg_.node}});
+  } catch (const std::exception& e) {
+    gpu_health_.quarantine(gpu_, std::string("health check failed: ") + e.what());
+  }
+}
+
+bool Daemon::gpu_quarantined() const {
+  for (const auto& g : gpu_health_.snapshot())
+    if (g.gpu == gpu_ && g.state == GpuState::Quarantined) return true;
+  return false;
+}
+
 void Daemon::finish(const HeldPtr& h) {
   {
     std::lock_guard lk(mu_);
-    held_.erase({h->d.tenant, h->d.entry_id});
+    held_.erase(held_key(h->d));
     --busy_;
     if (--running_[h->d.tenant] == 0) running_.erase(h->d.tenant);
   }
@@ -442,11 +523,26 @@ void Daemon::finish(const HeldPtr& h) {
 void Daemon::fetch_loop() {
   std::unique_ptr<kjqueue::Queue> q;
   auto next_reap = Clock::now(), next_promote = Clock::now(), next_trim = Clock::now() + cfg_.queue.trim_interval;
+  auto next_caps = Clock::now();
+  std::set<std::string> cluster_capped;  // tenants under a cluster-wide cap (kjudge admin cap)
+  bool default_cap = false;              // a "*" cap: every tenant is
   while (!stopping_) {
     fetch_tick_ms_ = steady_ms();
     try {
       if (!q) q = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
       const auto now = Clock::now();
+      if (now >= next_caps) {
+        cluster_capped.clear();
+        default_cap = false;
+        for (const auto& [t, cap] : q->caps()) {
+          if (cap < 0) continue;
+          if (t == "*") default_cap = true;
+          else cluster_capped.insert(t);
+        }
+        if (default_cap)
+          for (const auto& t : q->tenants()) cluster_capped.insert(t);
+        next_caps = now + 1s;
+      }
       std::size_t free;
       {
         std::lock_guard lk(mu_);
@@ -460,7 +556,12 @@ void Daemon::fetch_loop() {
           if (!got.empty()) {
             metrics_.redeliveries += got.size();
             log::info("reaper.claimed", {{"entries", got.size()}});
-            take(std::move(got), /*front=*/true);
+            // admitted under its cap by the node that died: it keeps its place in the running set
+            std::vector<kjqueue::EntryRef> capped_refs;
+            for (const auto& d : got)
+              if (cluster_capped.count(d.tenant)) capped_refs.push_back(ref_of(d));
+            q->renew_running(capped_refs, cfg_.queue.lease, /*add=*/true);
+            take(std::move(got), /*front=*/true, cluster_capped);
           }
         }
         next_reap = now + cfg_.queue.reap_interval;
@@ -474,6 +575,10 @@ void Daemon::fetch_loop() {
         next_trim = now + cfg_.queue.trim_interval;
       }
       fetch_ok_ = true;
+      if (!gpu_health_.usable(gpu_)) {  // quarantined (or a canary runs): take nothing new
+        std::this_thread::sleep_for(200ms);
+        continue;
+      }
       dispatch_ready();
 
       std::map<std::string, unsigned> weights;  // candidates: tenants with room under their caps
@@ -496,7 +601,7 @@ void Daemon::fetch_loop() {
           std::lock_guard lk(mu_);
           for (std::size_t i = 0; i < free; ++i) ++want[fair_.pick(weights)];
         }
-        auto got = q->read_new(cfg_.node, {want.begin(), want.end()});
+        auto got = q->read_new(cfg_.node, {want.begin(), want.end()}, cfg_.queue.priority_aging, cfg_.queue.lease);
         std::map<std::string, std::size_t> n;
         for (auto& d : got) ++n[d.tenant];
         for (auto& [t, k] : want) {
@@ -508,7 +613,7 @@ void Daemon::fetch_loop() {
         }
         got_total += got.size();
         free -= std::min(free, got.size());
-        take(std::move(got), false);
+        take(std::move(got), false, cluster_capped);
         dispatch_ready();
       }
       if (got_total == 0) {
@@ -517,12 +622,14 @@ void Daemon::fetch_loop() {
         {
           std::lock_guard lk(mu_);
           ready_empty = ready_.empty();
+          // Cluster-capped tenants are admitted by kj_fetch only (next turn), never by a plain read.
           for (const auto& t : q->tenants())
-            if (!capped(t)) all.push_back(t);
+            if (!capped(t) && !cluster_capped.count(t)) all.push_back(t);
         }
-        const auto block = ready_empty ? std::min<std::chrono::milliseconds>(cfg_.queue.reap_interval, 1000ms) : 100ms;
+        auto block = ready_empty ? std::min<std::chrono::milliseconds>(cfg_.queue.reap_interval, 1000ms) : 100ms;
+        if (!cluster_capped.empty()) block = std::min<std::chrono::milliseconds>(block, 200ms);  // they are polled
         auto got = q->read_blocking(cfg_.node, all, block);
-        take(std::move(got), false);
+        take(std::move(got), false, cluster_capped);
       }
     } catch (const kjqueue::QueueError& e) {
       ++metrics_.redis_errors;
@@ -583,10 +690,16 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         }
         log::debug("job.started", {{"job_id", job_id}, {"tenant", d.tenant}, {"worker", worker}, {"deliveries", deliveries}});
         const auto j0 = Clock::now();
-        result = judge(job, JudgeContext{cfg_, worker, [h] { return h->cancel.load(); }});
+        SandboxWatch watch;
+        watch.cancel_fd = h->cancel_fd;
+        result = judge(job, JudgeContext{cfg_, worker, &watch});
+        h->gpu_outcome = GpuHealth::classify(result.status() == v1::CUDA_FAULT, false, watch.gpu_runs_killed > 0,
+                                             watch.gpu_runs_stuck > 0);
+        h->gpu_incident = job_id + ": " + (result.status() == v1::CUDA_FAULT ? result.message() : watch.last_gpu_incident);
         metrics_.judge_seconds.observe(std::chrono::duration<double>(Clock::now() - j0).count());
         if (h->cancel) {
-          // The pipeline cannot be interrupted mid-step yet: the run finished, its result is discarded.
+          // Its sandboxes were killed (or it finished just before): whatever the pipeline made of
+          // that is not the candidate's verdict.
           result = status_result(job_id, d.tenant, v1::CANCELLED, "cancelled while running", worker);
           ++metrics_.cancelled_running;
         } else if (result.status() == v1::INFRA_ERROR) {
@@ -605,6 +718,16 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
   // timer keeps the entry ours; give up only on shutdown or after a minute, leaving the entry
   // pending for a reaper.
   const auto give_up = Clock::now() + 60s;
+  // Its place in the tenant's cluster-wide running set goes once the entry is acked; if Redis is
+  // unreachable now, the member expires with the lease instead.
+  auto release_cap = [&] {
+    if (!h->cluster_capped) return;
+    try {
+      slot_queue(cfg_).release_running({ref_of(d)});
+    } catch (const kjqueue::QueueError& e) {
+      ++metrics_.redis_errors;
+    }
+  };
   for (unsigned attempt = 0;; ++attempt) {
     try {
       const auto c0 = Clock::now();
@@ -614,6 +737,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         ++metrics_.retries;
         log::warn("job.retry", {{"job_id", job_id}, {"tenant", d.tenant}, {"deliveries", deliveries},
                                 {"delay_ms", delay.count()}, {"message", result.message()}});
+        release_cap();
         return;
       }
       const bool stored = slot_queue(cfg_).complete(d, job_id, result.SerializeAsString(), verdict, cfg_.result_ttl, opts);
@@ -626,6 +750,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
       log::info("job.done", {{"job_id", job_id}, {"tenant", d.tenant}, {"verdict", verdict},
                              {"seconds", secs}, {"stored", stored}, {"message", result.message()}});
       ++jobs_done_;
+      release_cap();
       return;
     } catch (const kjqueue::QueueError& e) {
       ++metrics_.redis_errors;

@@ -15,10 +15,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "common/config.h"
 #include "daemon/fair.h"
+#include "daemon/gpu_health.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
 #include "kjqueue/queue.h"
@@ -37,22 +39,33 @@ class Daemon {
  private:
   // An entry pending on this node's consumer.
   struct Held {
+    Held();
+    ~Held();
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
     kjqueue::Delivery d;
     std::atomic<bool> cancel{false};
+    int cancel_fd = -1;  // eventfd: signalled on cancel, watched by the job's sandboxes
     std::atomic<bool> lost{false};
     bool running = false;
+    bool cluster_capped = false;  // holds a member of its tenant's running set (kj_fetch admitted it)
+    // What its sandboxes that held the GPU went through (set by process, read by check_gpu).
+    GpuJobOutcome gpu_outcome = GpuJobOutcome::Clean;
+    std::string gpu_incident;
     std::chrono::steady_clock::time_point taken = std::chrono::steady_clock::now();
   };
   using HeldPtr = std::shared_ptr<Held>;
 
   // fetch thread
   void fetch_loop();
-  void take(std::vector<kjqueue::Delivery> got, bool front);
+  void take(std::vector<kjqueue::Delivery> got, bool front, const std::set<std::string>& cluster_capped);
   void dispatch_ready();
   bool capped(const std::string& tenant) const;  // mu_ held
   // slots
   void process(const HeldPtr& h, unsigned slot);
   void finish(const HeldPtr& h);
+  void check_gpu(const HeldPtr& h);
+  bool gpu_quarantined() const;  // canary after a GPU fault/timeout/kill (slot thread, result stored)
   // event loop
   void heartbeat();
   void renew_leases();
@@ -78,7 +91,7 @@ class Daemon {
   std::optional<std::chrono::steady_clock::time_point> drain_deadline_;
   std::mutex mu_;  // guards held_, ready_, busy_, running_, fair_
   std::condition_variable slot_free_;
-  std::map<std::pair<std::string, std::string>, HeldPtr> held_;  // (tenant, entry id)
+  std::map<std::pair<std::string, std::string>, HeldPtr> held_;  // (stream key, entry id)
   std::deque<HeldPtr> ready_;                                    // taken, not started
   unsigned busy_ = 0;
   std::map<std::string, unsigned> running_;  // per tenant
@@ -89,6 +102,8 @@ class Daemon {
   std::atomic<bool> fetch_ok_{false};           // its last Redis call succeeded
   std::uint64_t watchdog_usec_ = 0;
   Metrics metrics_;
+  int gpu_ = 0;  // sandbox.gpu_index: the device this node's run slots use
+  GpuHealth gpu_health_;
 };
 
 }  // namespace kj

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "kjsandbox/sandbox.h"
+#include "pipeline/sandbox_watch.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sandbox_profiles.h"
 
@@ -39,7 +40,7 @@ HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
   p.env["TORCH_EXTENSIONS_DIR"] = "/tmp/torch_extensions";
   p.env["TRITON_CACHE_DIR"] = "/tmp/triton";
   p.env["OMP_NUM_THREADS"] = "1";  // a CPU task's timing must not depend on the node's core count
-  HarnessStep step{kjsandbox::run(p), std::nullopt};
+  HarnessStep step{run_sandboxed(p), std::nullopt};
   if (step.sandbox.outcome == kjsandbox::Outcome::Exited && fs::exists(rep)) {
     auto parsed = nlohmann::json::parse(read_file(rep), nullptr, /*allow_exceptions=*/false);
     if (parsed.is_object()) step.report = std::move(parsed);

@@ -1,9 +1,12 @@
 #include "pipeline/inputs.h"
 
 #include <fmt/format.h>
+#include <sodium.h>
 #include <sys/random.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <numbers>
 #include <stdexcept>
@@ -25,26 +28,45 @@ std::array<std::uint64_t, 4> secret_seed() {
     }
     got += static_cast<std::size_t>(n);
   }
-  if ((s[0] | s[1] | s[2] | s[3]) == 0) s[0] = 1;  // xoshiro's one forbidden state
   return s;
 }
 
-std::uint64_t Xoshiro256ss::next() {
-  auto rotl = [](std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
-  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const std::uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
+namespace {
+void ensure_sodium() {
+  static const int rc = ::sodium_init();  // thread-safe once; 1 = already initialised
+  if (rc < 0) throw std::runtime_error("sodium_init failed: no CSPRNG for the oracle");
+}
+}  // namespace
+
+ChaChaRng::ChaChaRng(const Key& key) {
+  static_assert(sizeof(Key) == crypto_stream_chacha20_KEYBYTES);
+  ensure_sodium();
+  std::memcpy(key_.data(), key.data(), key_.size());
 }
 
-double Xoshiro256ss::uniform01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+ChaChaRng::~ChaChaRng() {
+  ::sodium_memzero(key_.data(), key_.size());
+  ::sodium_memzero(buf_.data(), sizeof(buf_));
+}
 
-std::uint64_t Xoshiro256ss::below(std::uint64_t n) {
+void ChaChaRng::refill() {
+  // Original ChaCha20 (64-bit nonce): one nonce per chunk never repeats under a key.
+  static_assert(crypto_stream_chacha20_NONCEBYTES == sizeof(chunk_));
+  unsigned char nonce[sizeof(chunk_)];
+  for (std::size_t i = 0; i < sizeof(nonce); ++i) nonce[i] = static_cast<unsigned char>(chunk_ >> (8 * i));
+  ++chunk_;
+  ::crypto_stream_chacha20(reinterpret_cast<unsigned char*>(buf_.data()), sizeof(buf_), nonce, key_.data());
+  pos_ = 0;
+}
+
+std::uint64_t ChaChaRng::next() {
+  if (pos_ == kWords) refill();
+  return buf_[pos_++];
+}
+
+double ChaChaRng::uniform01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+std::uint64_t ChaChaRng::below(std::uint64_t n) {
   if (n == 0) return next();
   const std::uint64_t limit = UINT64_MAX - UINT64_MAX % n;  // rejection: no modulo bias
   for (;;)
@@ -59,7 +81,7 @@ struct Generator {
   v1::Distribution dist;
   std::string set;
 
-  double base(Xoshiro256ss& rng) const {
+  double base(ChaChaRng& rng) const {
     if (dist.has_constant()) return dist.constant();
     if (!dtype_is_float(dtype)) {
       std::int64_t lo = 0, hi = 100;
@@ -77,7 +99,7 @@ struct Generator {
     return lo + (hi - lo) * rng.uniform01();
   }
 
-  double operator()(Xoshiro256ss& rng) const {
+  double operator()(ChaChaRng& rng) const {
     double v = base(rng);
     if (!dtype_is_float(dtype) || dist.has_constant()) return v;
     // "signed": same magnitudes, random sign (catches kernels that assume non-negative data)
@@ -112,7 +134,7 @@ InputSet write_named_input_set(const v1::NativeTask& task, const std::string& na
   InputSet set{name, dir};
   const std::string kind = name.substr(0, name.find('-'));
   std::filesystem::create_directories(dir);
-  Xoshiro256ss rng(secret_seed());  // a fresh secret seed per set: nothing repeats across sets or runs
+  ChaChaRng rng(secret_seed());  // a fresh secret seed per set: nothing repeats across sets or runs
   for (int i = 0; i < task.args_size(); ++i) {
     const auto& a = task.args(i);
     if (!a.has_tensor() || a.tensor().role() == v1::OUT) continue;
@@ -127,11 +149,13 @@ InputSet write_named_input_set(const v1::NativeTask& task, const std::string& na
       const double width = (dist.has_uniform() ? dist.uniform().high() : 1.0) - lo;
       const bool flip = kind == "signed";
       auto* f = reinterpret_cast<float*>(buf.data());
+      // One draw per value: the top 53 bits are the magnitude, bit 0 the sign of "signed" (the
+      // keystream is the cost here, so no second draw; XOR, not a branch, for an unpredictable bit).
+      const std::uint64_t sign_mask = flip ? 1 : 0;
       for (std::uint64_t k = 0; k < n; ++k) {
         const std::uint64_t bits = rng.next();
-        double v = lo + width * (static_cast<double>(bits >> 11) * 0x1.0p-53);
-        if (flip && (rng.next() & 1)) v = -v;
-        f[k] = static_cast<float>(v);
+        const double v = lo + width * (static_cast<double>(bits >> 11) * 0x1.0p-53);
+        f[k] = static_cast<float>(std::bit_cast<double>(std::bit_cast<std::uint64_t>(v) ^ ((bits & sign_mask) << 63)));
       }
     } else {
       for (std::uint64_t k = 0; k < n; ++k) dtype_store(ts.dtype(), buf.data(), k, gen(rng));

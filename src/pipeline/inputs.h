@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -29,20 +30,32 @@ InputSet write_input_set(const kjudge::v1::NativeTask& task, unsigned index, con
 InputSet write_named_input_set(const kjudge::v1::NativeTask& task, const std::string& name,
                                const std::filesystem::path& dir);
 
-// 256 bits from getrandom(2).
+// 256 bits from getrandom(2): a ChaChaRng key.
 std::array<std::uint64_t, 4> secret_seed();
 
-// xoshiro256** (Blackman & Vigna): fast, well studied; seeded from getrandom, so its output is
-// unpredictable to the candidate, which never sees the seed.
-class Xoshiro256ss {
+// ChaCha20 keystream (libsodium) as a random number generator: a CSPRNG, so a candidate that sees
+// some of the values (its own inputs) cannot compute the others (other sets, the spike's position,
+// audit choices) without the 256-bit key, which never leaves the daemon. The keystream is made 4 KiB
+// at a time; the same key always gives the same stream.
+class ChaChaRng {
  public:
-  explicit Xoshiro256ss(const std::array<std::uint64_t, 4>& seed) : s_(seed) {}
+  using Key = std::array<std::uint64_t, 4>;
+  explicit ChaChaRng(const Key& key);
+  ~ChaChaRng();  // wipes the key and the unread keystream
+  ChaChaRng(const ChaChaRng&) = delete;
+  ChaChaRng& operator=(const ChaChaRng&) = delete;
+
   std::uint64_t next();
   double uniform01();                   // [0, 1), 53 bits
-  std::uint64_t below(std::uint64_t n); // [0, n), unbiased
+  std::uint64_t below(std::uint64_t n); // [0, n), unbiased; n == 0: any 64-bit value
 
  private:
-  std::array<std::uint64_t, 4> s_;
+  void refill();
+  static constexpr std::size_t kWords = 512;  // 4 KiB of keystream per libsodium call
+  std::array<unsigned char, 32> key_;
+  std::uint64_t chunk_ = 0;  // the nonce: each 4 KiB chunk is the stream of its own nonce
+  std::size_t pos_ = kWords;
+  std::array<std::uint64_t, kWords> buf_;
 };
 
 std::uint64_t tensor_elements(const kjudge::v1::TensorSpec& t);

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "kjsandbox/sandbox.h"
+#include "pipeline/sandbox_watch.h"
 #include "pipeline/workspace.h"
 #include "pipeline/feedback.h"
 #include "pipeline/kernelbench_pipeline.h"
@@ -71,7 +72,7 @@ void judge_trivial(const v1::Job& job, const JudgeContext& ctx, v1::Result& r) {
   p.host_gid = sandbox_host_gid(ctx.config.sandbox.host_gid);
   p.wall_limit = std::chrono::milliseconds(15'000);
   p.output_limit_bytes = 64 << 10;
-  const auto rep = kjsandbox::run(p);
+  const auto rep = run_sandboxed(p);
   r.set_stage_reached(v1::STAGE_CANDIDATE);
   r.mutable_resources()->set_wall_seconds(rep.wall_seconds);
   r.mutable_resources()->set_cpu_seconds(rep.cpu_seconds);
@@ -125,6 +126,7 @@ v1::Result invalid_job_result(const std::string& job_id, const std::string& tena
 }
 
 v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
+  SandboxWatchScope watch_scope(ctx.watch);
   if (job.task_case() == v1::Job::kTrivial) {
     if (auto bad = check_trivial(job.trivial())) return invalid_job_result(job.job_id(), job.tenant(), *bad, ctx.worker);
     v1::Result r = header(job.job_id(), job.tenant(), ctx.worker);

@@ -2,7 +2,6 @@
 // `kjudge eval` (local mode) alike, so both give the same verdict for the same job.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -10,6 +9,7 @@
 #include "common/config.h"
 #include "kjudge/v1/job.pb.h"
 #include "kjudge/v1/result.pb.h"
+#include "pipeline/sandbox_watch.h"
 #include "pipeline/validate.h"
 
 #include <google/protobuf/timestamp.pb.h>
@@ -22,10 +22,8 @@ google::protobuf::Timestamp now_timestamp();
 struct JudgeContext {
   const Config& config;
   std::string worker;  // "<node>/<slot>" for the Result
-  // Cancellation hook (kjudged: the job or its batch was cancelled). Checked between steps; the
-  // native pipeline does not poll it yet, so a cancelled running job is finished and its result
-  // replaced by CANCELLED by the daemon.
-  std::function<bool()> cancelled = {};
+  // kjudged: the job's cancel fd in, GPU incidents of its sandboxes out (pipeline/sandbox_watch.h).
+  SandboxWatch* watch = nullptr;
 };
 
 // decode_job (pipeline/validate.h) plus the task kinds judged here rather than by the pipeline

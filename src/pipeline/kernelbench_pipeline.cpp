@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "pipeline/engine_checks.h"
+#include "pipeline/gpu_lock.h"
 #include "pipeline/harness_step.h"
 #include "pipeline/inputs.h"
 #include "pipeline/kernelbench_baseline_cache.h"
@@ -183,23 +184,6 @@ void add_phases(v1::Result& r, const std::string& role, const HarnessStep& step)
     if (v.is_number()) (*r.mutable_phase_seconds())[role + "." + name] = v.get<double>();
 }
 
-// Run slots are exclusive per GPU while they hold it (design §3): an flock on a file in the cache
-// dir, so separate processes (kjudged workers, parallel `kjudge eval`s) never time on a shared GPU.
-class GpuLock {
- public:
-  explicit GpuLock(const fs::path& file) {
-    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-  }
-  ~GpuLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
-  }
-  GpuLock(const GpuLock&) = delete;
-  GpuLock& operator=(const GpuLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 }  // namespace
 
@@ -294,7 +278,10 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
 
   // 3. Oracle: secret seeds (compat: KernelBench's), inputs and expected outputs, baseline timing.
   std::optional<GpuLock> gpu_lock;
-  if (gpu) gpu_lock.emplace(cache_root(cfg) / "gpu.lock");
+  if (gpu) {
+    gpu_lock.emplace(gpu_lock_file(cfg));
+    (*r.mutable_phase_seconds())["gpu_lock_wait"] = gpu_lock->seconds_waited();
+  }
   clock.start(v1::STAGE_ORACLE);
   const std::uint64_t weight_seed = compat ? 42 : secret_u63();
   const std::uint64_t perturb_seed = compat ? 0 : secret_u63();

@@ -13,6 +13,7 @@
 #include "pipeline/compare.h"
 #include "pipeline/dtype.h"
 #include "pipeline/engine_checks.h"
+#include "pipeline/gpu_lock.h"
 #include "pipeline/inputs.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sha256.h"
@@ -47,10 +48,10 @@ struct Budget {
 
 // Content-addressed build cache: <state>/cache/build/<sha256>/<artifact>. The key covers everything
 // the compiler sees (source, argv with the job's flags and the detected arch, toolchain identity).
-std::string build_key(const v1::NativeTask& task, const Toolchain& tc, const std::string& source) {
+std::string build_key(const v1::NativeTask& task, const Toolchain& tc, const std::string& source, const Config& cfg) {
   Sha256 h;
   h.field("kjudge-build-v1").field(v1::Language_Name(task.language())).field(source).field(tc.artifact_for(task));
-  for (const auto& a : tc.argv_for(task)) h.field(a);
+  for (const auto& a : tc.argv_for(task, cfg)) h.field(a);
   if (tc.compile_argv.empty()) {  // OpenCL: the runner builds; options and device are part of the key
     h.field("runner-build");
     for (const auto& f : task.compile_flags()) h.field(f);
@@ -66,7 +67,7 @@ std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const T
   const std::string artifact = tc.artifact_for(task);
   // OpenCL binaries depend on the device the runner picks: not cached (the build is cheap there).
   const bool cacheable = !tc.compile_argv.empty();
-  const fs::path cache_dir = ctx.config.state_dir / "cache" / "build" / build_key(task, tc, p.source->text());
+  const fs::path cache_dir = ctx.config.state_dir / "cache" / "build" / build_key(task, tc, p.source->text(), ctx.config);
   if (cacheable && fs::exists(cache_dir / artifact)) {
     std::error_code ec;
     fs::copy_file(cache_dir / artifact, p.dir / artifact, fs::copy_options::overwrite_existing, ec);
@@ -83,7 +84,7 @@ std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const T
   StepOutcome step;
   std::string log;
   if (!tc.compile_argv.empty()) {
-    step = run_compiler(ctx.config, p.dir, tc.argv_for(task), b.compile_ms);
+    step = run_compiler(ctx.config, p.dir, tc.argv_for(task, ctx.config), b.compile_ms);
     log = step.sandbox.stderr_data + step.sandbox.stdout_data;
   } else {
     v1::RunnerRequest req;
@@ -136,11 +137,11 @@ std::string device_identity(const v1::RunnerReport& r) {
   return r.device_name() + "|" + r.driver_version() + "|" + r.platform_version();
 }
 
-std::string baseline_key(const v1::NativeTask& task, const Toolchain& tc, const std::string& device,
+std::string baseline_key(const v1::NativeTask& task, const Toolchain& tc, const Config& cfg, const std::string& device,
                          const v1::RunnerRequest& req) {
   Sha256 h;
   h.field("kjudge-baseline-v1").field(task.reference_source().text()).field(device);
-  for (const auto& a : tc.argv_for(task)) h.field(a);
+  for (const auto& a : tc.argv_for(task, cfg)) h.field(a);
   v1::NativeTask shape = task;  // everything but the sources: args, launch, entry, flags
   shape.clear_candidate();
   shape.clear_reference_source();
@@ -184,6 +185,13 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
   clock.start(v1::STAGE_BUILD);
   if (auto d = build(cand, task, tc, ws, ctx, budget, r.mutable_compile())) return fail(*d);
   if (auto d = build(ref, task, tc, ws, ctx, budget, nullptr)) return fail(*d);
+
+  // From here to the verdict the device is this job's alone (design §3); other slots' builds go on.
+  std::optional<GpuLock> device_lock;
+  if (!tc.gpu_profile.empty()) {
+    device_lock.emplace(gpu_lock_file(cfg));
+    (*r.mutable_phase_seconds())["gpu_lock_wait"] = device_lock->seconds_waited();
+  }
 
   // Oracle: every set from its own secret seed; the daemon keeps the digests of what it wrote.
   clock.start(v1::STAGE_ORACLE);
@@ -238,7 +246,7 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
     std::lock_guard lock(device_memo().mu);
     memo_device = device_memo().device[task.language()];
   }
-  const std::string key = max_trials && !memo_device.empty() ? baseline_key(task, tc, memo_device, base) : "";
+  const std::string key = max_trials && !memo_device.empty() ? baseline_key(task, tc, cfg, memo_device, base) : "";
   const fs::path cache_file = key.empty() ? fs::path() : cfg.state_dir / "cache" / "baseline" / (key + ".pb");
   std::optional<v1::Performance> cached;
   if (!key.empty() && fs::exists(cache_file)) {
@@ -279,7 +287,7 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
       std::lock_guard lock(device_memo().mu);
       device_memo().device[task.language()] = ref_device;
     }
-    const std::string store_key = baseline_key(task, tc, ref_device, base);
+    const std::string store_key = baseline_key(task, tc, cfg, ref_device, base);
     const fs::path store = cfg.state_dir / "cache" / "baseline" / (store_key + ".pb");
     std::error_code ec;
     fs::create_directories(store.parent_path(), ec);

@@ -10,12 +10,14 @@ namespace kj {
 
 namespace {
 
-// cgroup limits until the config carries them (keys asked for: sandbox.compile_memory_bytes,
-// sandbox.run_memory_bytes, sandbox.compile_pids, sandbox.run_pids, sandbox.run_cpus).
-constexpr std::uint64_t kCompileMemoryBytes = 4ull << 30;
-constexpr std::uint64_t kRunMemoryBytes = 16ull << 30;  // CUDA contexts and pinned buffers are host memory
-constexpr std::uint64_t kCompilePids = 512;             // nvcc and g++ -j fan out
-constexpr std::uint64_t kRunPids = 1024;                // PoCL and PyTorch thread pools
+kjsandbox::Seccomp::Mode seccomp_mode(SeccompMode m) {
+  switch (m) {
+    case SeccompMode::Log: return kjsandbox::Seccomp::Mode::Log;
+    case SeccompMode::Off: return kjsandbox::Seccomp::Mode::Off;
+    case SeccompMode::Enforce: break;
+  }
+  return kjsandbox::Seccomp::Mode::Enforce;
+}
 
 kjsandbox::Policy base_policy(const Config& cfg, const std::filesystem::path& job_dir, std::vector<std::string> argv,
                               std::uint32_t wall_ms) {
@@ -32,28 +34,8 @@ kjsandbox::Policy base_policy(const Config& cfg, const std::filesystem::path& jo
   p.host_gid = sandbox_host_gid(cfg.sandbox.host_gid);
   p.wall_limit = std::chrono::milliseconds(wall_ms);
   p.output_limit_bytes = cfg.limits.output_bytes;
+  p.seccomp.mode = seccomp_mode(cfg.sandbox.seccomp);
   return p;
-}
-
-// Device minor of the GPU this node's run slots use: $KJUDGE_GPU_INDEX (until the config carries
-// it; key asked for: sandbox.gpu_index), else the lowest /dev/nvidiaN present (a container given
-// one GPU of a larger host may only have /dev/nvidia3), else 0.
-int gpu_index() {
-  if (const char* env = std::getenv("KJUDGE_GPU_INDEX"); env && *env) {
-    if (!std::regex_match(env, std::regex("[0-9]{1,3}")))
-      throw std::runtime_error(std::string("KJUDGE_GPU_INDEX must be a GPU's device minor (0-999), not '") + env + "'");
-    return std::atoi(env);
-  }
-  int lowest = -1;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.size() > 6 && n.rfind("nvidia", 0) == 0 && n.find_first_not_of("0123456789", 6) == std::string::npos) {
-      const int i = std::atoi(n.c_str() + 6);
-      if (lowest < 0 || i < lowest) lowest = i;
-    }
-  }
-  return lowest < 0 ? 0 : lowest;
 }
 
 // An NVIDIA OpenCL platform is registered with the ICD loader on this node.
@@ -67,10 +49,10 @@ bool nvidia_opencl_icd() {
 // Adds the device profile `name` for this node's GPU. Directory binds already visible through a
 // read-only bind of a parent (/usr/local/cuda under /usr, where it may be a symlink) are left out:
 // a second mount on a symlinked target is at best redundant.
-void add_device(kjsandbox::Policy& p, const std::string& name) {
+void add_device(const Config& cfg, kjsandbox::Policy& p, const std::string& name) {
   // Loaded for every run, not cached: /dev/nvidia-uvm appears only after the host's first CUDA
   // process, and a profile loaded before that would lack it for good.
-  kjsandbox::DeviceProfile prof = kjsandbox::load_device_profile(name, gpu_index());
+  kjsandbox::DeviceProfile prof = kjsandbox::load_device_profile(name, gpu_index(cfg));
   std::erase_if(prof.binds, [&](const kjsandbox::BindMount& b) {
     for (const auto& have : p.binds) {
       const std::string& parent = have.target.empty() ? have.source : have.target;
@@ -86,12 +68,33 @@ void add_device(kjsandbox::Policy& p, const std::string& name) {
 
 }  // namespace
 
+int gpu_index(const Config& cfg) {
+  if (cfg.sandbox.gpu_index) return *cfg.sandbox.gpu_index;
+  if (const char* env = std::getenv("KJUDGE_GPU_INDEX"); env && *env) {
+    if (!std::regex_match(env, std::regex("[0-9]{1,3}")))
+      throw std::runtime_error(std::string("KJUDGE_GPU_INDEX must be a GPU's device minor (0-999), not '") + env + "'");
+    return std::atoi(env);
+  }
+  // The lowest /dev/nvidiaN present: a container given one GPU of a larger host may only have /dev/nvidia3.
+  int lowest = -1;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > 6 && n.rfind("nvidia", 0) == 0 && n.find_first_not_of("0123456789", 6) == std::string::npos) {
+      const int i = std::atoi(n.c_str() + 6);
+      if (lowest < 0 || i < lowest) lowest = i;
+    }
+  }
+  return lowest < 0 ? 0 : lowest;
+}
+
 kjsandbox::Policy compile_policy(const Config& cfg, const std::filesystem::path& job_dir, std::vector<std::string> argv,
                                  std::uint32_t wall_ms) {
   auto p = base_policy(cfg, job_dir, std::move(argv), wall_ms);
   p.rlimits.address_space_bytes = 4ull << 30;  // template bombs (nvcc is fine with 4 GiB of address space)
-  p.cgroup.memory_bytes = kCompileMemoryBytes;
-  p.cgroup.pids = kCompilePids;
+  p.cgroup.memory_bytes = cfg.sandbox.compile_memory_bytes;
+  p.cgroup.pids = cfg.sandbox.compile_pids;
+  p.cgroup.cpu_quota = cfg.sandbox.compile_cpus;
   // No device profile: compile slots see no GPU. nvcc (/usr/local/cuda, a symlink to
   // /usr/local/cuda-N.M on most hosts) and its host compiler are under the read-only /usr bind;
   // a toolkit elsewhere goes in sandbox.extra_ro_binds.
@@ -103,8 +106,9 @@ kjsandbox::Policy run_policy(const Config& cfg, const std::filesystem::path& job
                              std::uint32_t wall_ms, std::uint64_t output_bytes, const std::string& device_profile) {
   auto p = base_policy(cfg, job_dir, std::move(argv), wall_ms);
   p.output_limit_bytes = output_bytes;
-  p.cgroup.memory_bytes = kRunMemoryBytes;
-  p.cgroup.pids = kRunPids;
+  p.cgroup.memory_bytes = cfg.sandbox.run_memory_bytes;
+  p.cgroup.pids = cfg.sandbox.run_pids;
+  p.cgroup.cpu_quota = cfg.sandbox.run_cpus;
   p.binds.push_back({cfg.runner_path.string(), kRunnerInSandbox, false});
   if (!inputs_dir.empty()) p.binds.push_back({inputs_dir.string(), "/inputs", false});
   if (device_profile == "opencl") {
@@ -116,9 +120,9 @@ kjsandbox::Policy run_policy(const Config& cfg, const std::filesystem::path& job
       if (std::filesystem::exists(path)) p.binds.push_back({path, "", false});
     // On a GPU node with NVIDIA's OpenCL ICD, the platform library needs the GPU's device nodes
     // and the driver libraries: the nvidia-cuda profile (which binds /etc/OpenCL/vendors too).
-    if (nvidia_opencl_icd()) add_device(p, "nvidia-cuda");
+    if (nvidia_opencl_icd()) add_device(cfg, p, "nvidia-cuda");
   } else if (!device_profile.empty()) {
-    add_device(p, device_profile);  // "nvidia-cuda": /dev/nvidia<gpu>, ctl, uvm, libcuda, /proc/driver
+    add_device(cfg, p, device_profile);  // "nvidia-cuda": /dev/nvidia<gpu>, ctl, uvm, libcuda, /proc/driver
   }
   return p;
 }

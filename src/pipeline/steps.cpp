@@ -12,13 +12,14 @@
 #include <sstream>
 
 #include "kjsandbox/sandbox.h"
+#include "pipeline/sandbox_watch.h"
 #include "pipeline/sandbox_profiles.h"
 
 namespace kj {
 namespace fs = std::filesystem;
 
 StepOutcome run_compiler(const Config& cfg, const fs::path& job_dir, std::vector<std::string> argv, std::uint32_t wall_ms) {
-  return StepOutcome{kjsandbox::run(compile_policy(cfg, job_dir, std::move(argv), wall_ms)), std::nullopt};
+  return StepOutcome{run_sandboxed(compile_policy(cfg, job_dir, std::move(argv), wall_ms)), std::nullopt};
 }
 
 StepOutcome run_runner(const Config& cfg, const fs::path& job_dir, const fs::path& inputs_dir,
@@ -34,7 +35,7 @@ StepOutcome run_runner(const Config& cfg, const fs::path& job_dir, const fs::pat
   fs::remove(rep);
   std::vector<std::string> argv = {kRunnerInSandbox, "--request", "/job/" + req.filename().string(), "--report",
                                    "/job/" + rep.filename().string()};
-  StepOutcome step{kjsandbox::run(run_policy(cfg, job_dir, inputs_dir, std::move(argv), wall_ms, output_bytes,
+  StepOutcome step{run_sandboxed(run_policy(cfg, job_dir, inputs_dir, std::move(argv), wall_ms, output_bytes,
                                              device_profile)),
                    std::nullopt};
   if (step.sandbox.outcome == kjsandbox::Outcome::Exited) {

@@ -65,7 +65,7 @@ std::string cuda_arch() {
   static std::once_flag once;
   static std::string arch;
   std::call_once(once, [] {
-    if (const char* env = std::getenv("KJUDGE_CUDA_ARCH"); env && std::regex_match(env, std::regex("sm_[0-9]{2,3}a?"))) {
+    if (const char* env = std::getenv("KJUDGE_CUDA_ARCH"); env && std::regex_match(env, std::regex("sm_[0-9]{2,3}[af]?"))) {
       arch = env;
       return;
     }
@@ -81,15 +81,28 @@ std::string cuda_arch() {
   return arch;
 }
 
-std::vector<std::string> Toolchain::argv_for(const kjudge::v1::NativeTask& task) const {
-  const bool host = !host_launch_argv.empty() && task.launch().grid().empty();
-  std::vector<std::string> argv = host ? host_launch_argv : compile_argv;
+std::string cuda_arch(const Config& cfg) { return cfg.toolchain.cuda_arch.empty() ? cuda_arch() : cfg.toolchain.cuda_arch; }
+
+namespace {
+// cfg may be null. The arch is looked up only when "{arch}" occurs: nvidia-smi is slow to ask.
+std::vector<std::string> expand_argv(const Toolchain& tc, const kjudge::v1::NativeTask& task, const Config* cfg) {
+  const bool host = !tc.host_launch_argv.empty() && task.launch().grid().empty();
+  std::vector<std::string> argv = host ? tc.host_launch_argv : tc.compile_argv;
   if (argv.empty()) return argv;
   auto pos = std::find(argv.begin(), argv.end(), "-o");
   argv.insert(pos, task.compile_flags().begin(), task.compile_flags().end());
   for (auto& a : argv)
-    if (auto at = a.find("{arch}"); at != std::string::npos) a.replace(at, 6, cuda_arch());
+    if (auto at = a.find("{arch}"); at != std::string::npos) a.replace(at, 6, cfg ? cuda_arch(*cfg) : cuda_arch());
   return argv;
+}
+}  // namespace
+
+std::vector<std::string> Toolchain::argv_for(const kjudge::v1::NativeTask& task, const Config& cfg) const {
+  return expand_argv(*this, task, &cfg);
+}
+
+std::vector<std::string> Toolchain::argv_for(const kjudge::v1::NativeTask& task) const {
+  return expand_argv(*this, task, nullptr);
 }
 
 std::string Toolchain::artifact_for(const kjudge::v1::NativeTask& task) const {

@@ -9,6 +9,7 @@
 
 #include <google/protobuf/repeated_ptr_field.h>
 
+#include "common/config.h"
 #include "kjudge/v1/job.pb.h"
 
 namespace kj {
@@ -25,7 +26,10 @@ struct Toolchain {
   std::vector<std::string> host_launch_argv;
   std::string host_launch_artifact;
 
-  // The argv and artifact for this task ("{arch}" replaced by the detected architecture).
+  // The argv for this task, "{arch}" replaced by cuda_arch(cfg). The build cache key hashes this
+  // argv, so a changed toolchain.cuda_arch never reuses artifacts built for another arch.
+  std::vector<std::string> argv_for(const kjudge::v1::NativeTask& task, const Config& cfg) const;
+  // The same with the node's arch without config (cuda_arch()): tools that have no Config.
   std::vector<std::string> argv_for(const kjudge::v1::NativeTask& task) const;
   std::string artifact_for(const kjudge::v1::NativeTask& task) const;
 
@@ -38,6 +42,8 @@ struct Toolchain {
 // CUDA architecture for nvcc: $KJUDGE_CUDA_ARCH, else `nvidia-smi --query-gpu=compute_cap` on this
 // node (e.g. "9.0" -> "sm_90"), else the fallback "sm_90". Detected once per process.
 std::string cuda_arch();
+// toolchain.cuda_arch when set (validated at load), else cuda_arch().
+std::string cuda_arch(const Config& cfg);
 std::string parse_compute_cap(const std::string& nvidia_smi_output);  // "" when unparsable
 
 const Toolchain* toolchain_for(kjudge::v1::Language language);  // nullptr when unsupported

@@ -37,6 +37,7 @@ std::optional<Decision> decide_build(const StepOutcome& step, Party who) {
   const auto& s = step.sandbox;
   switch (s.outcome) {
     case Outcome::SetupFailed: return Decision{v1::INFRA_ERROR, "build sandbox failed: " + s.error};
+    case Outcome::Cancelled: return Decision{v1::CANCELLED, "cancelled while building"};
     case Outcome::WallTimeout:
       return blame(who, v1::COMPILE_ERROR, fmt::format("{} build exceeded its time limit", party_name(who)));
     case Outcome::OutputLimit:
@@ -76,6 +77,7 @@ std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint
   const auto& s = step.sandbox;
   switch (s.outcome) {
     case Outcome::SetupFailed: return Decision{v1::INFRA_ERROR, "run sandbox failed: " + s.error};
+    case Outcome::Cancelled: return Decision{v1::CANCELLED, "cancelled while running"};
     case Outcome::MemoryLimit:
       return blame(who, v1::MEMORY_LIMIT, fmt::format("{} exceeded its memory limit", party_name(who)));
     case Outcome::WallTimeout:

@@ -150,9 +150,9 @@ TEST(Sha256, KnownVectors) {
 
 TEST(Oracle, SeedsAreFreshAndGeneratorIsUnbiased) {
   EXPECT_NE(kj::secret_seed(), kj::secret_seed());
-  kj::Xoshiro256ss a({1, 2, 3, 4}), b({1, 2, 3, 4});
+  kj::ChaChaRng a({1, 2, 3, 4}), b({1, 2, 3, 4});
   for (int i = 0; i < 100; ++i) EXPECT_EQ(a.next(), b.next());
-  kj::Xoshiro256ss r(kj::secret_seed());
+  kj::ChaChaRng r(kj::secret_seed());
   int counts[3] = {0, 0, 0};
   for (int i = 0; i < 30000; ++i) ++counts[r.below(3)];
   for (int c : counts) EXPECT_NEAR(c, 10000, 500);

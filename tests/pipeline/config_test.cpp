@@ -1,9 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "common/config.h"
+#include "pipeline/sandbox_profiles.h"
+#include "pipeline/toolchain.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -48,6 +53,195 @@ TEST(Config, BadValuesNameTheFile) {
   }
   write(d.path / "syntax.toml", "[daemon\n");
   EXPECT_THROW(kj::load_config(d.path / "syntax.toml"), std::runtime_error);
+}
+
+TEST(Config, SandboxAndToolchainDefaults) {
+  const auto c = kj::load_config(std::nullopt);
+  EXPECT_EQ(c.sandbox.compile_memory_bytes, 4ull << 30);
+  EXPECT_EQ(c.sandbox.run_memory_bytes, 16ull << 30);
+  EXPECT_EQ(c.sandbox.compile_pids, 512u);
+  EXPECT_EQ(c.sandbox.run_pids, 1024u);
+  EXPECT_FALSE(c.sandbox.compile_cpus);
+  EXPECT_FALSE(c.sandbox.run_cpus);
+  EXPECT_EQ(c.sandbox.seccomp, kj::SeccompMode::Enforce);
+  EXPECT_FALSE(c.sandbox.gpu_index);
+  EXPECT_EQ(c.toolchain.cuda_arch, "");
+  EXPECT_EQ(c.kernelbench.cuda_arch_list, "");
+}
+
+TEST(Config, SandboxAndToolchainKeys) {
+  TempDir d;
+  write(d.path / "kjudged.toml",
+        "[sandbox]\ncompile_memory_bytes = 2147483648\nrun_memory_bytes = 34359738368\ncompile_pids = 64\n"
+        "run_pids = 2048\ncompile_cpus = 1.5\nrun_cpus = 4\nseccomp = \"log\"\ngpu_index = 3\n"
+        "[toolchain]\ncuda_arch = \"sm_90a\"\n");
+  auto c = kj::load_config(d.path / "kjudged.toml");
+  EXPECT_EQ(c.sandbox.compile_memory_bytes, 2ull << 30);
+  EXPECT_EQ(c.sandbox.run_memory_bytes, 32ull << 30);
+  EXPECT_EQ(c.sandbox.compile_pids, 64u);
+  EXPECT_EQ(c.sandbox.run_pids, 2048u);
+  ASSERT_TRUE(c.sandbox.compile_cpus);
+  EXPECT_DOUBLE_EQ(*c.sandbox.compile_cpus, 1.5);
+  ASSERT_TRUE(c.sandbox.run_cpus);  // an integer is a number of CPUs too
+  EXPECT_DOUBLE_EQ(*c.sandbox.run_cpus, 4.0);
+  EXPECT_EQ(c.sandbox.seccomp, kj::SeccompMode::Log);
+  EXPECT_EQ(c.sandbox.gpu_index, 3);
+  EXPECT_EQ(c.toolchain.cuda_arch, "sm_90a");
+  EXPECT_EQ(c.kernelbench.cuda_arch_list, "9.0");  // derived: one key feeds both toolchains
+
+  // A drop-in overrides key by key; run_cpus = 0 lifts the limit; an explicit arch list wins.
+  fs::create_directories(d.path / "kjudged.toml.d");
+  write(d.path / "kjudged.toml.d" / "10-x.toml",
+        "[sandbox]\nrun_cpus = 0\nseccomp = \"enforce\"\n[kernelbench]\ncuda_arch_list = \"8.0;9.0\"\n");
+  c = kj::load_config(d.path / "kjudged.toml");
+  EXPECT_FALSE(c.sandbox.run_cpus);
+  ASSERT_TRUE(c.sandbox.compile_cpus);
+  EXPECT_EQ(c.sandbox.seccomp, kj::SeccompMode::Enforce);
+  EXPECT_EQ(c.sandbox.run_pids, 2048u);
+  EXPECT_EQ(c.kernelbench.cuda_arch_list, "8.0;9.0");
+}
+
+TEST(Config, TorchArchFromSm) {
+  EXPECT_EQ(kj::torch_arch_from_sm("sm_90"), "9.0");
+  EXPECT_EQ(kj::torch_arch_from_sm("sm_90a"), "9.0");
+  EXPECT_EQ(kj::torch_arch_from_sm("sm_86"), "8.6");
+  EXPECT_EQ(kj::torch_arch_from_sm("sm_100"), "10.0");
+  EXPECT_EQ(kj::torch_arch_from_sm("sm_120f"), "12.0");
+  EXPECT_EQ(kj::torch_arch_from_sm("90"), "");
+  EXPECT_EQ(kj::torch_arch_from_sm(""), "");
+}
+
+// Every bad value is an error that names the file and the key (section.key).
+TEST(Config, BadSandboxAndToolchainValuesNameTheKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[sandbox]\nrun_memory_bytes = -1\n", "sandbox.run_memory_bytes"},
+      {"[sandbox]\ncompile_memory_bytes = 4096\n", "sandbox.compile_memory_bytes"},  // MiB meant, bytes read
+      {"[sandbox]\nrun_memory_bytes = \"16G\"\n", "sandbox.run_memory_bytes"},
+      {"[sandbox]\ncompile_memory_bytes = 4.0e9\n", "sandbox.compile_memory_bytes"},
+      {"[sandbox]\ncompile_pids = -5\n", "sandbox.compile_pids"},
+      {"[sandbox]\nrun_pids = 0\n", "sandbox.run_pids"},
+      {"[sandbox]\nrun_pids = 1.5\n", "sandbox.run_pids"},
+      {"[sandbox]\nrun_cpus = -1\n", "sandbox.run_cpus"},
+      {"[sandbox]\nrun_cpus = \"2\"\n", "sandbox.run_cpus"},
+      {"[sandbox]\ncompile_cpus = nan\n", "sandbox.compile_cpus"},
+      {"[sandbox]\ncompile_cpus = 0.001\n", "sandbox.compile_cpus"},
+      {"[sandbox]\nseccomp = \"strict\"\n", "sandbox.seccomp"},
+      {"[sandbox]\nseccomp = \"Enforce\"\n", "sandbox.seccomp"},
+      {"[sandbox]\nseccomp = false\n", "sandbox.seccomp"},
+      {"[sandbox]\ngpu_index = -1\n", "sandbox.gpu_index"},
+      {"[sandbox]\ngpu_index = 1000\n", "sandbox.gpu_index"},
+      {"[sandbox]\ngpu_index = \"0\"\n", "sandbox.gpu_index"},
+      {"[toolchain]\ncuda_arch = \"90\"\n", "toolchain.cuda_arch"},
+      {"[toolchain]\ncuda_arch = \"sm_90 -Xcompiler=-fplugin=x\"\n", "toolchain.cuda_arch"},
+      {"[toolchain]\ncuda_arch = 90\n", "toolchain.cuda_arch"},
+      {"toolchain = \"sm_90\"\n", "toolchain"},
+  };
+  TempDir d;
+  for (const auto& [text, key] : cases) {
+    write(d.path / "bad.toml", text);
+    try {
+      kj::load_config(d.path / "bad.toml");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.toml"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << "expected '" << key << "' in: " << e.what();
+    }
+  }
+}
+
+TEST(Config, SeccompOffOrLogIsWarnedAtLoad) {
+  TempDir d;
+  auto warning_for = [&](const std::string& mode) {
+    write(d.path / "s.toml", "[sandbox]\nseccomp = \"" + mode + "\"\n");
+    testing::internal::CaptureStderr();
+    const auto c = kj::load_config(d.path / "s.toml");
+    return std::make_pair(c.sandbox.seccomp, testing::internal::GetCapturedStderr());
+  };
+  auto [off, off_log] = warning_for("off");
+  EXPECT_EQ(off, kj::SeccompMode::Off);
+  EXPECT_NE(off_log.find("config.seccomp_off"), std::string::npos) << off_log;
+  EXPECT_NE(off_log.find("SECCOMP IS OFF"), std::string::npos) << off_log;
+  auto [lg, lg_log] = warning_for("log");
+  EXPECT_EQ(lg, kj::SeccompMode::Log);
+  EXPECT_NE(lg_log.find("config.seccomp_log"), std::string::npos) << lg_log;
+  auto [enf, enf_log] = warning_for("enforce");
+  EXPECT_EQ(enf, kj::SeccompMode::Enforce);
+  EXPECT_EQ(enf_log.find("seccomp"), std::string::npos) << enf_log;
+}
+
+TEST(SandboxProfiles, PoliciesCarryTheConfiguredLimits) {
+  auto c = kj::load_config(std::nullopt);
+  // defaults: the values kjudge always had, no CPU quota, seccomp enforced
+  auto cp = kj::compile_policy(c, "/tmp/kj-job", {"/usr/bin/true"}, 1000);
+  EXPECT_EQ(cp.cgroup.memory_bytes, 4ull << 30);
+  EXPECT_EQ(cp.cgroup.pids, 512u);
+  EXPECT_FALSE(cp.cgroup.cpu_quota);
+  EXPECT_EQ(cp.seccomp.mode, kjsandbox::Seccomp::Mode::Enforce);
+  auto rp = kj::run_policy(c, "/tmp/kj-job", "", {"/usr/bin/true"}, 1000, 1024, "");
+  EXPECT_EQ(rp.cgroup.memory_bytes, 16ull << 30);
+  EXPECT_EQ(rp.cgroup.pids, 1024u);
+  EXPECT_FALSE(rp.cgroup.cpu_quota);
+  EXPECT_EQ(rp.seccomp.mode, kjsandbox::Seccomp::Mode::Enforce);
+
+  c.sandbox.compile_memory_bytes = 1ull << 30;
+  c.sandbox.run_memory_bytes = 3ull << 30;
+  c.sandbox.compile_pids = 77;
+  c.sandbox.run_pids = 99;
+  c.sandbox.compile_cpus = 2.0;
+  c.sandbox.run_cpus = 0.5;
+  c.sandbox.seccomp = kj::SeccompMode::Log;
+  cp = kj::compile_policy(c, "/tmp/kj-job", {"/usr/bin/true"}, 1000);
+  EXPECT_EQ(cp.cgroup.memory_bytes, 1ull << 30);
+  EXPECT_EQ(cp.cgroup.pids, 77u);
+  EXPECT_EQ(cp.cgroup.cpu_quota, 2.0);
+  EXPECT_EQ(cp.seccomp.mode, kjsandbox::Seccomp::Mode::Log);
+  rp = kj::run_policy(c, "/tmp/kj-job", "", {"/usr/bin/true"}, 1000, 1024, "opencl");
+  EXPECT_EQ(rp.cgroup.memory_bytes, 3ull << 30);
+  EXPECT_EQ(rp.cgroup.pids, 99u);
+  EXPECT_EQ(rp.cgroup.cpu_quota, 0.5);
+  EXPECT_EQ(rp.seccomp.mode, kjsandbox::Seccomp::Mode::Log);
+  c.sandbox.seccomp = kj::SeccompMode::Off;
+  EXPECT_EQ(kj::run_policy(c, "/tmp/kj-job", "", {"/usr/bin/true"}, 1000, 1024, "").seccomp.mode,
+            kjsandbox::Seccomp::Mode::Off);
+}
+
+TEST(SandboxProfiles, GpuIndexFromConfigThenEnvironment) {
+  auto c = kj::load_config(std::nullopt);
+  const char* old = std::getenv("KJUDGE_GPU_INDEX");
+  const std::string saved = old ? old : "";
+  ::setenv("KJUDGE_GPU_INDEX", "5", 1);
+  EXPECT_EQ(kj::gpu_index(c), 5);  // unset in the config: the environment's
+  c.sandbox.gpu_index = 2;
+  EXPECT_EQ(kj::gpu_index(c), 2);  // the config wins
+  c.sandbox.gpu_index.reset();
+  ::setenv("KJUDGE_GPU_INDEX", "x", 1);
+  EXPECT_THROW(kj::gpu_index(c), std::runtime_error);
+  ::unsetenv("KJUDGE_GPU_INDEX");
+  EXPECT_GE(kj::gpu_index(c), 0);  // detected
+  if (old) ::setenv("KJUDGE_GPU_INDEX", saved.c_str(), 1);
+}
+
+TEST(Toolchain, ConfiguredCudaArchOverridesDetection) {
+  auto c = kj::load_config(std::nullopt);
+  const auto* tc = kj::toolchain_for(kjudge::v1::CUDA);
+  ASSERT_NE(tc, nullptr);
+  kjudge::v1::NativeTask task;
+  task.set_language(kjudge::v1::CUDA);
+  task.mutable_launch()->add_grid(1);
+  task.mutable_launch()->add_block(32);
+  auto has = [](const std::vector<std::string>& argv, const std::string& a) {
+    return std::find(argv.begin(), argv.end(), a) != argv.end();
+  };
+  EXPECT_TRUE(has(tc->argv_for(task, c), "-arch=" + kj::cuda_arch()));  // unset: detected as before
+  c.toolchain.cuda_arch = "sm_75";
+  EXPECT_EQ(kj::cuda_arch(c), "sm_75");
+  EXPECT_TRUE(has(tc->argv_for(task, c), "-arch=sm_75"));
+  task.mutable_launch()->Clear();  // host-launch build: same arch
+  EXPECT_TRUE(has(tc->argv_for(task, c), "-arch=sm_75"));
+  // C++ has no {arch}: its argv does not depend on the key
+  const auto* cpp = kj::toolchain_for(kjudge::v1::CPP);
+  task.set_language(kjudge::v1::CPP);
+  EXPECT_EQ(cpp->argv_for(task, c), cpp->argv_for(task));
 }
 
 }  // namespace

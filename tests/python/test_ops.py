@@ -67,7 +67,7 @@ def test_cancel_queued_running_and_by_batch_and_deadlines(workdir, daemons):
     c = client_for(r)
     d = Daemon(r.url, workdir, "n", workers=1)
     daemons.append(d)
-    c.submit(trivial("long", argv=("/bin/sleep", "2")))
+    c.submit(trivial("long", argv=("/bin/sleep", "10")))
     deadline = time.monotonic() + 10
     while json.loads(cli(r.url, "admin", "--json", "job", "long", "--tenant", "t").stdout)["state"] != "running":
         assert time.monotonic() < deadline
@@ -78,10 +78,13 @@ def test_cancel_queued_running_and_by_batch_and_deadlines(workdir, daemons):
     past = trivial("late")
     past.deadline.FromSeconds(int(time.time()) - 10)
     c.submit(past)
-    c.cancel("t", "long")
     c.cancel("t", "queued")
     cli(r.url, "cancel", "--batch", "step1", "--tenant", "t")
+    cancelled_at = time.monotonic()
+    c.cancel("t", "long")
     got = c.wait_many("t", ["long", "queued", "late"] + [f"b{i}" for i in range(5)], 30)
+    # the running sandbox was killed (cancel poll 100 ms), not left to sleep its 10 s
+    assert time.monotonic() - cancelled_at < 5
     assert got["long"].status == verdict_pb2.CANCELLED and "while running" in got["long"].message
     assert got["queued"].status == verdict_pb2.CANCELLED and "before it started" in got["queued"].message
     assert got["late"].status == verdict_pb2.EXPIRED
@@ -92,6 +95,52 @@ def test_cancel_queued_running_and_by_batch_and_deadlines(workdir, daemons):
     assert json.loads(cli(r.url, "batch", "step1", "--tenant", "t", "--json").stdout)["completed"] == 5
     job = json.loads(cli(r.url, "admin", "--json", "job", "late", "--tenant", "t").stdout)
     assert job["state"] == "done" and job["verdict"] == "EXPIRED"
+
+
+def test_priority_lanes_run_high_first_and_low_last(workdir, daemons):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    d = Daemon(r.url, workdir, "n", workers=1)
+    daemons.append(d)
+    c.submit(trivial("blocker", argv=("/bin/sleep", "1")))
+    deadline = time.monotonic() + 10
+    while json.loads(cli(r.url, "admin", "--json", "job", "blocker", "--tenant", "t").stdout)["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    # queued behind the blocker, submitted lowest priority first
+    c.submit(trivial("low", priority=-5))
+    c.submit(trivial("normal"))
+    c.submit(trivial("high", priority=3))
+    cli(r.url, "submit", "--trivial", "--tenant", "t", "--job-id", "high-cli", "--priority", "1")
+    got = c.wait_many("t", ["blocker", "low", "normal", "high", "high-cli"], 30)
+    assert all(res.status == verdict_pb2.OK for res in got.values())
+    started = [e["job_id"] for e in d.events("job.done")]
+    assert started == ["blocker", "high", "high-cli", "normal", "low"]
+
+
+def test_cluster_cap_limits_running_jobs_across_nodes(workdir, daemons):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    assert "cluster cap for t: 1" in cli(r.url, "admin", "cap", "t", "1").stdout
+    daemons.append(Daemon(r.url, workdir, "n1", workers=2))
+    daemons.append(Daemon(r.url, workdir, "n2", workers=2))
+    ids = [f"capped{i}" for i in range(4)]
+    c.submit_many([trivial(i, argv=("/bin/sleep", "0.4")) for i in ids])
+    c.submit_many([trivial(f"free{i}", tenant="u", argv=("/bin/sleep", "0.4")) for i in range(4)])
+    got = c.wait_many("t", ids, 60)
+    free = c.wait_many("u", [f"free{i}" for i in range(4)], 60)
+    assert all(res.status == verdict_pb2.OK for res in list(got.values()) + list(free.values()))
+
+    def spans(results):
+        return sorted((res.started_at.ToNanoseconds(), res.finished_at.ToNanoseconds(), res.worker) for res in results)
+
+    capped = spans(got.values())
+    # one at a time across both nodes: each starts after the previous one finished
+    assert all(b[0] >= a[1] for a, b in zip(capped, capped[1:])), capped
+    # the uncapped tenant ran side by side on the four slots
+    unc = spans(free.values())
+    assert any(b[0] < a[1] for a, b in zip(unc, unc[1:])), unc
+    assert json.loads(cli(r.url, "admin", "--json", "queues").stdout)[0]["running_under_cap"] == 0
 
 
 def test_quota_is_an_explicit_error_in_cli_and_client(workdir):

@@ -37,7 +37,9 @@ struct Endpoint {
 struct Keys {
   static std::string tag(int partition);                          // "{p0}"
   static std::string tenants(int partition);                      // kj:{p0}:tenants (set)
-  static std::string jobs(int partition, const std::string& tenant);     // kj:{p0}:jobs:<tenant> (stream)
+  // The tenant's jobs stream of one priority lane: kj:{p0}:jobs:<tenant> (lane 0), with ":high"
+  // (lane 1) or ":low" (lane -1) appended. Tenant names have no ':', so no tenant's key collides.
+  static std::string jobs(int partition, const std::string& tenant, int lane = 0);
   static std::string job_marker(int partition, const std::string& tenant,
                                 const std::string& job_id);        // kj:{p0}:job:<tenant>:<id> (idempotency)
   static std::string result(int partition, const std::string& tenant,
@@ -56,8 +58,17 @@ struct Keys {
   static std::string batch_cancel(int partition, const std::string& tenant,
                                   const std::string& batch_id);          // kj:{p0}:bcancel:<tenant>:<batch>
   static std::string drain(int partition, const std::string& node);      // kj:{p0}:drain:<node> (admin drain request)
+  static std::string gpu_clear(int partition, const std::string& node);  // kj:{p0}:gpuclear:<node> (admin: lift GPU quarantine)
+  static std::string caps(int partition);                                // kj:{p0}:caps (hash tenant|* -> max running, cluster-wide)
+  static std::string running(int partition, const std::string& tenant);  // kj:{p0}:running:<tenant> (zset: admitted entries)
   static constexpr const char* kGroup = "kjudged";
 };
+
+// Priority lanes, highest first. Job.priority > 0 runs in lane 1, < 0 in lane -1, 0 in lane 0;
+// within a tenant the daemon serves the lane whose oldest waiting job has the best priority after
+// aging (kj_fetch), so lower lanes never starve.
+inline constexpr int kLanes[] = {1, 0, -1};
+inline int lane_of_priority(long long priority) { return priority > 0 ? 1 : priority < 0 ? -1 : 0; }
 
 // Names that end up inside keys: tenant [a-z0-9_-]{1,64}; job id [A-Za-z0-9._:-]{1,128}.
 bool valid_tenant(const std::string& tenant);
@@ -76,6 +87,7 @@ struct QueueFull : QueueError {
 struct SubmitOptions {
   std::string batch_id;          // empty: no batch
   std::uint32_t batch_size = 0;  // >0: batch_done waits for this many completions
+  int lane = 0;                  // lane_of_priority(job.priority)
 };
 
 // How a result is filed (see kj_complete).
@@ -88,6 +100,7 @@ struct CompleteOptions {
 struct Delivery {
   int partition = 0;
   std::string tenant;     // from the stream key, always known
+  int lane = 0;           // the priority lane whose stream it came from
   std::string entry_id;
   std::string job_id;     // field "id"; empty when missing
   std::optional<std::string> payload;  // field "job": serialized kjudge.v1.Job bytes
@@ -95,6 +108,13 @@ struct Delivery {
   std::string batch_id;   // field "batch"
   std::uint32_t attempt = 0;     // field "attempt": deliveries before a retry re-queued it
   std::uint32_t deliveries = 1;  // times this entry was delivered (XPENDING), this one included
+};
+
+// One entry of one tenant's lane stream.
+struct EntryRef {
+  std::string tenant;
+  int lane = 0;
+  std::string entry_id;
 };
 
 struct BatchStatus {
@@ -152,9 +172,14 @@ class Queue {
   // Registered tenants with a usable stream (cached for a second; force re-reads).
   std::vector<std::string> tenants(bool force = false);
 
-  // Non-blocking XREADGROUP of up to `count` new entries from each listed tenant's stream (one round
-  // trip, pipelined). Tenants with nothing new contribute nothing.
-  std::vector<Delivery> read_new(const std::string& consumer, const std::vector<std::pair<std::string, std::size_t>>& want);
+  // Up to `count` new entries from each listed tenant (FCALL kj_fetch, pipelined: one round trip).
+  // Within a tenant each entry comes from the lane whose oldest waiting job scores best on
+  // lane x aging + time waited. Tenants with nothing new contribute nothing.
+  // cap_lease > 0: enforce the tenants' cluster caps (set_cap), admitted entries holding a running
+  // member for that long.
+  std::vector<Delivery> read_new(const std::string& consumer, const std::vector<std::pair<std::string, std::size_t>>& want,
+                                 std::chrono::milliseconds aging = std::chrono::milliseconds(30'000),
+                                 std::chrono::milliseconds cap_lease = std::chrono::milliseconds(0));
 
   // Blocking XREADGROUP COUNT 1 on the listed tenants' streams (up to `block`).
   std::vector<Delivery> read_blocking(const std::string& consumer, const std::vector<std::string>& tenants,
@@ -167,12 +192,26 @@ class Queue {
   // Lease heartbeat (kj_lease renew) / hand-back (kj_lease handback) of entries pending on
   // `consumer` in one tenant's stream. Returns the entries that were not ours any more.
   std::vector<std::string> renew(const std::string& tenant, const std::string& consumer,
-                                 const std::vector<std::string>& entry_ids, std::chrono::milliseconds lease);
+                                 const std::vector<std::string>& entry_ids, std::chrono::milliseconds lease,
+                                 int lane = 0);
   std::vector<std::string> hand_back(const std::string& tenant, const std::string& consumer,
-                                     const std::vector<std::string>& entry_ids, std::chrono::milliseconds lease);
-  // Every entry pending on `consumer` (any tenant): a restarted daemon hands back its previous
-  // incarnation's entries.
-  std::vector<std::pair<std::string, std::string>> pending_of(const std::string& consumer);
+                                     const std::vector<std::string>& entry_ids, std::chrono::milliseconds lease,
+                                     int lane = 0);
+  // Every entry pending on `consumer` (any tenant, any lane): a restarted daemon hands back its
+  // previous incarnation's entries.
+  std::vector<EntryRef> pending_of(const std::string& consumer);
+
+  // Cluster-wide per-tenant concurrency caps (kj:{pN}:caps, "*" = default; negative removes).
+  // read_new admits a capped tenant's entries only while fewer than the cap are running on all
+  // nodes; each admitted entry holds a member of the tenant's running set until release_running
+  // (or until its lease expiry passes without a renew_running: its node died).
+  void set_cap(const std::string& tenant_or_star, long long max_running);
+  std::map<std::string, long long> caps();  // tenant|* -> cap
+  // Members of admitted (or reclaimed, add = true) entries get expiry now + lease; renewing
+  // (add = false) touches existing members only.
+  void renew_running(const std::vector<EntryRef>& entries, std::chrono::milliseconds lease, bool add = false);
+  void release_running(const std::vector<EntryRef>& entries);
+  std::uint64_t running_count(const std::string& tenant);  // live members (not expired)
 
   // Infrastructure failure: park the job until `due`, then kj_promote re-queues it with `attempt`.
   bool retry_later(const Delivery& delivery, const std::string& job_id, std::uint32_t attempt,

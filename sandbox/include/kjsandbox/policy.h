@@ -54,6 +54,8 @@ struct CgroupLimits {
   std::optional<double> cpu_quota;            // CPUs (e.g. 2.0 = two cores' worth per period)
 };
 
+// (The fields the child's plan is built from are sent to the launcher's zygote: a new one must
+// be added to encode_policy()/decode_policy() in sandbox/src/zygote.cpp too.)
 struct Policy {
   std::vector<std::string> argv;            // argv[0] is an absolute path inside the sandbox
   std::map<std::string, std::string> env;   // the complete environment (nothing is inherited)
@@ -78,6 +80,13 @@ struct Policy {
 
   Rlimits rlimits;
   std::chrono::milliseconds wall_limit{10'000};
+  // Cancellation: an fd owned by the caller (e.g. an eventfd, shared by all runs of one job).
+  // When it becomes readable (or is already, at the start) the whole tree is killed and the
+  // Report says Outcome::Cancelled. run() only polls it, never reads it. -1: not cancellable.
+  int cancel_fd = -1;
+  // After we SIGKILL the tree (wall limit, output limit, cancel), how long to wait for it to be
+  // gone before giving up on it: Report::stuck, and the reaping continues in the background.
+  std::chrono::milliseconds kill_grace{10'000};
   std::uint64_t output_limit_bytes = 1ull << 20;  // stdout and stderr each; over it: kill, OUTPUT_LIMIT
   std::string stdin_path;                   // host file fed to stdin; empty = /dev/null
 

@@ -15,7 +15,12 @@ enum class Outcome {
   SetupFailed,     // the sandbox could not be built (our fault, or a bad policy): see error
   SeccompViolation,  // we killed it: a system call outside the allow-list (see seccomp_syscall)
   MemoryLimit,       // the cgroup's memory limit was hit and the OOM killer fired (oom_killed)
+  Cancelled,         // we killed it: Policy::cancel_fd became readable (or was before the start)
 };
+// Precedence when several apply: SetupFailed is only reported when nothing else explains the
+// end; MemoryLimit first (an OOM kill also looks like a signal); then our own kill, whichever
+// came first (WallTimeout, OutputLimit or Cancelled: we kill once); then SetupFailed,
+// SeccompViolation, Signaled, Exited.
 
 struct Report {
   Outcome outcome = Outcome::SetupFailed;
@@ -23,9 +28,9 @@ struct Report {
   int signal = 0;             // valid for Signaled
   double wall_seconds = 0;
   double cpu_seconds = 0;     // user + system of the whole tree that was reaped
-  // ru_maxrss of the reaped tree. Caveat: a fork copies the caller's page tables and execve
-  // folds the old mm's RSS into ru_maxrss, so this is at least the calling process's RSS at
-  // run() time; cgroup memory accounting (next issue) replaces it.
+  // ru_maxrss of the reaped tree. Caveat: init is a fork of the process that cloned it and
+  // execve folds the old mm's RSS into ru_maxrss, so this is at least that process's RSS (the
+  // zygote's few MiB, or the caller's when it launched in-process); use memory_peak_bytes.
   std::uint64_t peak_rss_bytes = 0;
   std::string stdout_data;    // at most output_limit_bytes
   std::string stderr_data;
@@ -45,6 +50,12 @@ struct Report {
   std::string seccomp_arch;
   // Seccomp::Mode::Log: syscalls outside the allow-list the tree made (names, sorted, unique).
   std::vector<std::string> seccomp_log;
+
+  // The tree had not exited Policy::kill_grace after we sent SIGKILL (a process stuck in the
+  // kernel, e.g. in a GPU driver): run() returned without reaping it; a background thread waits
+  // for it and then removes its cgroup. outcome says why we killed it; error says it is stuck.
+  // wall/cpu/memory figures are up to that moment. The caller should quarantine the device.
+  bool stuck = false;
 
   bool ok() const { return outcome == Outcome::Exited && exit_code == 0; }
 };

@@ -1,16 +1,44 @@
 // Entry point of libkjsandbox: a Policy in, a Report out.
 #pragma once
 
+#include <cstdint>
+
 #include "kjsandbox/policy.h"
 #include "kjsandbox/report.h"
 
 namespace kjsandbox {
 
 // Runs policy.argv in a fresh user+mount+pid+net+ipc+uts namespace set and blocks until the
-// whole process tree is gone. Thread-safe: may be called from several threads of one process
+// whole process tree is gone (or, after a kill, until Policy::kill_grace has passed: stuck). Thread-safe: may be called from several threads of one process
 // at once (the child never allocates between clone and exec). Never throws for child failures;
 // throws std::system_error only if the host cannot create the pipes/process at all.
 Report run(const Policy& policy);
+
+// Trees returned as Report::stuck that have not exited yet (a background thread per tree waits
+// for each and then removes its cgroup).
+int stuck_trees_pending();
+
+// Runs reuse some kernel objects instead of making and destroying them each time: empty network
+// namespaces (when the caller may create them) and, on cgroup v1, job cgroups without a CPU
+// quota that a run left empty and nearly uncharged (its memory peak is then reported net of
+// that residue). trim_pools() drops the idle ones (e.g. before checking that nothing of this
+// process is left behind); returns how many.
+int trim_pools();
+
+// Where launches happen. By default run() clones sandboxes from a small helper process (the
+// "zygote": this program re-executed from /proc/self/exe, started in the background on the first
+// run()) rather than from the calling process, whose whole memory a clone would copy each time.
+// Until it is ready, or if it fails, launches happen in-process as before. The environment
+// variable KJSANDBOX_NO_ZYGOTE=1 or set_zygote_enabled(false) keeps them all in-process (e.g.
+// a one-shot CLI). The program must not make KJSANDBOX_ZYGOTE_FD part of its own environment.
+void set_zygote_enabled(bool enabled);
+struct LaunchStats {
+  std::uint64_t via_zygote = 0;  // runs cloned by the zygote
+  std::uint64_t in_process = 0;  // runs cloned by the calling thread
+  bool zygote_ready = false;
+  int zygote_pid = 0;  // 0: none running
+};
+LaunchStats launch_stats();
 
 // True when this host lets us create the namespaces run() needs (a cheap probe for tests/doctor).
 bool namespaces_available(std::string* why = nullptr);

@@ -1,0 +1,31 @@
+// Run slots are exclusive per GPU while they hold it (design §3): an flock on one file per node,
+// taken by the native and the KernelBench pipelines alike after their builds, so compiles of
+// other jobs run ahead while one job times on the GPU, and separate processes (kjudged workers,
+// parallel `kjudge eval`s sharing a cache dir) never time on a shared GPU.
+#pragma once
+
+#include <filesystem>
+
+#include "common/config.h"
+
+namespace kj {
+
+// <kernelbench.cache_dir or state_dir/cache>/gpu<index>.lock: the cache dir is the one thing
+// every process judging on this node's GPUs shares; the index is sandbox.gpu_index.
+std::filesystem::path gpu_lock_file(const Config& cfg);
+
+class GpuLock {
+ public:
+  // Blocks until the lock is ours; seconds_waited() says how long that took.
+  explicit GpuLock(const std::filesystem::path& file);
+  ~GpuLock();
+  GpuLock(const GpuLock&) = delete;
+  GpuLock& operator=(const GpuLock&) = delete;
+  double seconds_waited() const { return waited_; }
+
+ private:
+  int fd_ = -1;
+  double waited_ = 0;
+};
+
+}  // namespace kj
