@@ -436,12 +436,12 @@ pid_t spawn_zygote(int child_end, const char* path) {
   posix_spawnattr_t attr;
   ::posix_spawn_file_actions_init(&fa);
   ::posix_spawnattr_init(&attr);
+  ::posix_spawn_file_actions_adddup2(&fa, child_end, kZygoteFd);  // clears close-on-exec
   // The zygote has no use for the caller's stdio (and must not hold a pipe open that someone
   // waits to see closed).
   ::posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   ::posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   ::posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&fa, child_end, kZygoteFd);  // clears close-on-exec
   sigset_t none, all;
   sigemptyset(&none);
   sigfillset(&all);
