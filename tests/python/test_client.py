@@ -22,6 +22,9 @@ def client(redis_url):
     return c
 
 
+LANE = 1  # make_job's priority 3 puts every job in its tenant's high lane
+
+
 def make_job(job_id, tenant="team-a"):
     job = job_pb2.Job(job_id=job_id, tenant=tenant, priority=3)
     job.client_meta["step"] = "7"
@@ -33,13 +36,13 @@ def complete(client, tenant, entry_id, job_id, result, partition=0):
     """What kjudged does when a job finishes (FCALL kj_complete, as libkjqueue calls it)."""
     return client.redis.fcall(
         "kj_complete", 3,
-        keys.result(partition, tenant, job_id), keys.done(partition, tenant), keys.jobs(partition, tenant),
+        keys.result(partition, tenant, job_id), keys.done(partition, tenant), keys.jobs(partition, tenant, LANE),
         entry_id, job_id, result.SerializeToString(), verdict_pb2.Verdict.Name(result.status), 3600)
 
 
 def take(client, tenant, count=100, partition=0):
     """What kjudged's fetch does: XREADGROUP on the tenant's stream. [(entry_id, fields)]"""
-    reply = client.redis.xreadgroup(keys.GROUP, "test-worker", {keys.jobs(partition, tenant): ">"}, count=count)
+    reply = client.redis.xreadgroup(keys.GROUP, "test-worker", {keys.jobs(partition, tenant, LANE): ">"}, count=count)
     return [(eid.decode(), fields) for _stream, entries in reply for eid, fields in entries]
 
 
@@ -48,6 +51,9 @@ def test_key_names_equal_the_cpp_ones():
     assert keys.tag(0) == "{p0}"
     assert keys.tenants(0) == "kj:{p0}:tenants"
     assert keys.jobs(0, "team-a") == "kj:{p0}:jobs:team-a"
+    assert keys.jobs(0, "team-a", 1) == "kj:{p0}:jobs:team-a:high"
+    assert keys.jobs(0, "team-a", -1) == "kj:{p0}:jobs:team-a:low"
+    assert [keys.lane_of_priority(p) for p in (5, 0, -2)] == [1, 0, -1]
     assert keys.job_marker(3, "team-a", "job-1") == "kj:{p3}:job:team-a:job-1"
     assert keys.result(0, "team-a", "job-1") == "kj:{p0}:result:team-a:job-1"
     assert keys.done(12, "t") == "kj:{p12}:done:t"
@@ -69,7 +75,7 @@ def test_submit_duplicate_complete_get(client):
     entry_id, dup = client.submit(job)
     assert not dup
     assert client.submit(job) == (entry_id, True)
-    assert client.redis.xlen("kj:{p0}:jobs:team-a") == 1
+    assert client.redis.xlen("kj:{p0}:jobs:team-a:high") == 1
     assert client.redis.sismember("kj:{p0}:tenants", "team-a")
     assert 6 * 86400 < client.redis.ttl("kj:{p0}:job:team-a:job-1") <= 7 * 86400
 
@@ -84,7 +90,7 @@ def test_submit_duplicate_complete_get(client):
     second = result_pb2.Result(job_id="job-1", tenant="team-a", status=verdict_pb2.INCORRECT)
     assert complete(client, "team-a", eid, "job-1", second) == 0  # first result wins
     assert client.get_result("team-a", "job-1") == result
-    assert client.redis.xpending("kj:{p0}:jobs:team-a", keys.GROUP)["pending"] == 0
+    assert client.redis.xpending("kj:{p0}:jobs:team-a:high", keys.GROUP)["pending"] == 0
     [(_, event)] = client.redis.xrange("kj:{p0}:done:team-a")
     assert event == {b"id": b"job-1", b"status": b"OK"}
 
@@ -127,7 +133,7 @@ def test_submit_many_and_wait_many(client):
     assert len(out) == 26
     assert out[25] == (out[3][0], True)
     assert not any(dup for _, dup in out[:25])
-    assert client.redis.xlen(keys.jobs(0, "team-a")) == 25
+    assert client.redis.xlen(keys.jobs(0, "team-a", LANE)) == 25
 
     def worker():
         time.sleep(0.1)
@@ -148,7 +154,7 @@ def test_submit_many_and_wait_many(client):
 
 def test_partition_tags_every_key(client):
     entry_id, _ = client.submit(make_job("job-1"), partition=2)
-    assert client.redis.exists("kj:{p2}:jobs:team-a", "kj:{p2}:job:team-a:job-1", "kj:{p2}:tenants") == 3
+    assert client.redis.exists("kj:{p2}:jobs:team-a:high", "kj:{p2}:job:team-a:job-1", "kj:{p2}:tenants") == 3
     [(eid, _)] = take(client, "team-a", partition=2)
     complete(client, "team-a", eid, "job-1", result_pb2.Result(job_id="job-1"), partition=2)
     assert client.get_result("team-a", "job-1", partition=2).job_id == "job-1"
