@@ -42,6 +42,18 @@ local function ensure_group(stream)
   end
 end
 
+-- The group's last-delivered-id on `stream`: nil when the stream is missing or has no such group.
+local function last_delivered(stream)
+  local groups = redis.pcall('XINFO', 'GROUPS', stream)
+  if type(groups) ~= 'table' or groups.err then return nil end
+  for _, g in ipairs(groups) do
+    local info = {}
+    for k = 1, #g, 2 do info[g[k]] = g[k + 1] end
+    if info['name'] == GROUP then return info['last-delivered-id'] end
+  end
+  return nil
+end
+
 -- kj_submit, two forms:
 --   KEYS: jobs-stream job-marker tenants-set                 ARGV: job_id payload tenant
 --   KEYS: jobs-stream job-marker queued-counter [batch-hash]  ARGV: job_id payload tenant tenants-set quotas-hash
@@ -259,14 +271,8 @@ local function kj_fetch(keys, args)
   local rank = {1, 0, -1}
   -- the enqueue time (ms) of lane i's first entry after the group's last delivered one; nil: none
   local function head(i)
-    local groups = redis.pcall('XINFO', 'GROUPS', keys[i])
-    if type(groups) ~= 'table' or groups.err then return nil end
-    local last = nil
-    for _, g in ipairs(groups) do
-      local info = {}
-      for k = 1, #g, 2 do info[g[k]] = g[k + 1] end
-      if info['name'] == GROUP then last = info['last-delivered-id'] end
-    end
+    if redis.call('TYPE', keys[i]).ok ~= 'stream' then return nil end  -- missing, or not ours to read
+    local last = last_delivered(keys[i])
     if last == nil then  -- a stream made behind kj_submit's back (XADD by hand, a restore)
       ensure_group(keys[i])
       last = '0-0'
@@ -305,14 +311,7 @@ end
 local function kj_trim(keys, args)
   check(#keys == 1, 'kj_trim needs 1 key')
   if redis.call('EXISTS', keys[1]) == 0 then return 0 end
-  local groups = redis.pcall('XINFO', 'GROUPS', keys[1])
-  if type(groups) ~= 'table' or groups.err then return 0 end
-  local last = nil
-  for _, g in ipairs(groups) do
-    local info = {}
-    for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
-    if info['name'] == GROUP then last = info['last-delivered-id'] end
-  end
+  local last = last_delivered(keys[1])
   if last == nil or last == '0-0' then return 0 end
   local minid = last
   local summary = redis.call('XPENDING', keys[1], GROUP)

@@ -179,6 +179,16 @@ std::atomic<std::uint64_t> g_via_zygote{0}, g_in_process{0};
 // dies when it leaves the kernel) and then removes the job cgroup. If no thread can be started
 // the pid is left unreaped (and the cgroup removal is tried once, right away).
 // `stuck`: counted in stuck_trees_pending() until reaped (a tree abandoned on an exception is not).
+// Accounting from the job cgroup (memory peak, OOM kill, CPU time of the whole tree).
+void add_cgroup_stats(JobCgroup& cgroup, Report& report) {
+  const CgroupStats st = cgroup.stats();
+  report.cgroup_used = true;
+  report.cgroup_version = cgroup.v2() ? "v2" : "v1";
+  report.memory_peak_bytes = st.memory_peak.value_or(0);
+  report.oom_killed = st.oom_killed;
+  if (st.cpu_seconds) report.cpu_seconds = *st.cpu_seconds;
+}
+
 void reap_in_background(pid_t pid, int pidfd, std::unique_ptr<JobCgroup> cgroup, bool stuck = true) {
   if (stuck) ++g_stuck_pending;
   try {
@@ -496,14 +506,7 @@ Report run(const Policy& policy) {
     report.error = "the sandbox tree did not exit within " + std::to_string(policy.kill_grace.count()) +
                    " ms of SIGKILL (a process stuck in the kernel, e.g. a GPU driver); reaping it in the background";
     report.wall_seconds = std::chrono::duration<double>(now - clone_time).count();
-    if (cgroup) {
-      const CgroupStats st = cgroup->stats();
-      report.cgroup_used = true;
-      report.cgroup_version = cgroup->v2() ? "v2" : "v1";
-      report.memory_peak_bytes = st.memory_peak.value_or(0);
-      report.oom_killed = st.oom_killed;
-      if (st.cpu_seconds) report.cpu_seconds = *st.cpu_seconds;
-    }
+    if (cgroup) add_cgroup_stats(*cgroup, report);
     orphan.armed = false;
     reap_in_background(pid, pidfd.release(), std::move(cgroup));
     return report;
@@ -522,12 +525,7 @@ Report run(const Policy& policy) {
   report.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024u;
   if (cgroup) {
     cgroup->reaped();  // init is gone, so is its pid namespace; this is belt and braces
-    const CgroupStats st = cgroup->stats();
-    report.cgroup_used = true;
-    report.cgroup_version = cgroup->v2() ? "v2" : "v1";
-    report.memory_peak_bytes = st.memory_peak.value_or(0);
-    report.oom_killed = st.oom_killed;
-    if (st.cpu_seconds) report.cpu_seconds = *st.cpu_seconds;
+    add_cgroup_stats(*cgroup, report);
     JobCgroup::recycle(std::move(cgroup));  // kept for a later run when empty and clean, else removed
   }
   netns.reusable = true;  // init is reaped: its pid namespace, and every process in it, is gone

@@ -69,6 +69,15 @@ struct GpuHealth::Gpu {
   std::string last_canary;
 
   bool usable() const { return !quarantined && !running && completed >= requested; }
+  // Back to Healthy (an operator's clear, or enough re-probe passes).
+  void release() {
+    quarantined = false;
+    reason.clear();
+    since = {};
+    reprobe_eligible = false;
+    streak = 0;
+    ++epoch;
+  }
   GpuState state() const {
     if (quarantined) return GpuState::Quarantined;
     return usable() ? GpuState::Healthy : GpuState::Checking;
@@ -195,12 +204,7 @@ bool GpuHealth::clear(int gpu, std::string* previous_reason) {
   if (!g.quarantined) return false;
   if (previous_reason) *previous_reason = g.reason;
   log::warn("gpu.quarantine_cleared", {{"gpu", gpu}, {"reason", g.reason}});
-  g.quarantined = false;
-  g.reason.clear();
-  g.since = {};
-  g.reprobe_eligible = false;
-  g.streak = 0;
-  ++g.epoch;
+  g.release();
   done_.notify_all();
   return true;
 }
@@ -232,12 +236,7 @@ std::vector<int> GpuHealth::reprobe() {
                                 {"needed", opts_.reprobe_passes}, {"detail", res.detail}});
       if (g.streak >= opts_.reprobe_passes) {
         log::warn("gpu.released", {{"gpu", gpu}, {"reason", g.reason}, {"passes", g.streak}});
-        g.quarantined = false;
-        g.reason.clear();
-        g.since = {};
-        g.reprobe_eligible = false;
-        g.streak = 0;
-        ++g.epoch;
+        g.release();
         released.push_back(gpu);
       }
     }
