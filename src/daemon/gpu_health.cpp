@@ -366,10 +366,15 @@ CanaryFn sandboxed_canary(const Config& cfg, CanaryOptions opts) {
     // thread (and the workspace it holds) is then left behind: nothing reclaims a process in D state.
     auto result = std::make_shared<std::promise<kjsandbox::Report>>();
     std::future<kjsandbox::Report> done = result->get_future();
-    std::thread([ws, policy = std::move(policy), run = opts.run_sandbox, result] {
+    std::thread([ws, policy = std::move(policy), run = opts.run_sandbox, result]() mutable {
+      // Drop this thread's hold on the workspace before answering: the caller then removes the
+      // job dir itself, instead of this thread racing it (or the caller's cleanup) afterwards.
       try {
-        result->set_value(run(policy));
+        kjsandbox::Report rep = run(policy);
+        ws.reset();
+        result->set_value(std::move(rep));
       } catch (...) {
+        ws.reset();
         result->set_exception(std::current_exception());
       }
     }).detach();
