@@ -79,26 +79,16 @@ class Reader {
  public:
   Reader(const char* p, std::size_t n) : p_(p), end_(p + n) {}
   bool ok() const { return ok_; }
-  std::uint8_t u8() {
-    std::uint8_t v = 0;
-    raw(&v, 1);
-    return v;
-  }
-  std::uint32_t u32() {
-    std::uint32_t v = 0;
+  template <class T>
+  T pod() {
+    T v{};
     raw(&v, sizeof v);
     return v;
   }
-  std::int32_t i32() {
-    std::int32_t v = 0;
-    raw(&v, sizeof v);
-    return v;
-  }
-  std::uint64_t u64() {
-    std::uint64_t v = 0;
-    raw(&v, sizeof v);
-    return v;
-  }
+  std::uint8_t u8() { return pod<std::uint8_t>(); }
+  std::uint32_t u32() { return pod<std::uint32_t>(); }
+  std::int32_t i32() { return pod<std::int32_t>(); }
+  std::uint64_t u64() { return pod<std::uint64_t>(); }
   std::string str() {
     const std::uint32_t n = u32();
     if (!ok_ || n > left()) return fail<std::string>();

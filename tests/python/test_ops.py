@@ -31,6 +31,14 @@ def cli(url, *args, check=True):
     return p
 
 
+def wait_running(url, job_id, tenant="t", timeout=10):
+    """Until `kjudge admin job` says a node runs it."""
+    deadline = time.monotonic() + timeout
+    while json.loads(cli(url, "admin", "--json", "job", job_id, "--tenant", tenant).stdout)["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -72,10 +80,7 @@ def test_cancel_queued_running_and_by_batch_and_deadlines(workdir, daemons):
     d = Daemon(r.url, workdir, "n", workers=1)
     daemons.append(d)
     c.submit(trivial("long", argv=("/bin/sleep", "10")))
-    deadline = time.monotonic() + 10
-    while json.loads(cli(r.url, "admin", "--json", "job", "long", "--tenant", "t").stdout)["state"] != "running":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_running(r.url, "long")
     time.sleep(0.2)  # running now; everything below queues behind it
     c.submit_many([trivial(f"b{i}", batch="step1") for i in range(5)], batch_size=5)
     c.submit(trivial("queued"))
@@ -107,10 +112,7 @@ def test_priority_lanes_run_high_first_and_low_last(workdir, daemons):
     d = Daemon(r.url, workdir, "n", workers=1)
     daemons.append(d)
     c.submit(trivial("blocker", argv=("/bin/sleep", "1")))
-    deadline = time.monotonic() + 10
-    while json.loads(cli(r.url, "admin", "--json", "job", "blocker", "--tenant", "t").stdout)["state"] != "running":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_running(r.url, "blocker")
     # queued behind the blocker, submitted lowest priority first
     c.submit(trivial("low", priority=-5))
     c.submit(trivial("normal"))
