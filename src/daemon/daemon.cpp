@@ -44,7 +44,6 @@ kjqueue::Queue& slot_queue(const Config& cfg) {
 }
 
 bool expired(const v1::Job& job) {
-  using google::protobuf::util::TimeUtil;
   return job.has_deadline() && job.deadline().seconds() > 0 && kj::now_timestamp() > job.deadline();
 }
 
@@ -684,9 +683,11 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         result = status_result(job.job_id(), d.tenant, v1::EXPIRED, "deadline passed before the job started", worker);
       } else {
         if (job.has_submitted_at() && job.submitted_at().seconds() > 0) {
-          using google::protobuf::util::TimeUtil;
-          const auto wait = TimeUtil::DurationToNanoseconds(kj::now_timestamp() - job.submitted_at());
-          metrics_.queue_wait.observe(std::max<double>(0, static_cast<double>(wait) / 1e9));
+          // plain arithmetic: protobuf's Timestamp difference CHECK-fails out of range
+          const auto now = kj::now_timestamp();
+          const double wait = static_cast<double>(now.seconds() - job.submitted_at().seconds()) +
+                              (now.nanos() - job.submitted_at().nanos()) / 1e9;
+          metrics_.queue_wait.observe(std::max(0.0, wait));
         }
         log::debug("job.started", {{"job_id", job_id}, {"tenant", d.tenant}, {"worker", worker}, {"deliveries", deliveries}});
         const auto j0 = Clock::now();

@@ -98,11 +98,7 @@ std::variant<v1::Job, InvalidJob> decode_for_judge(const std::optional<std::stri
   // decode_job knows only the pipeline's task kinds; a TrivialTask passes the same envelope checks here.
   v1::Job job;
   if (payload->empty() || !job.ParseFromString(*payload) || job.task_case() != v1::Job::kTrivial) return decoded;
-  static const std::regex job_id_re("[A-Za-z0-9._:-]{1,128}"), tenant_re("[a-z0-9_-]{1,64}");
-  if (!std::regex_match(job.job_id(), job_id_re)) return InvalidJob{"job_id missing or not [A-Za-z0-9._:-]{1,128}"};
-  if (!std::regex_match(job.tenant(), tenant_re)) return InvalidJob{"tenant missing or not [a-z0-9_-]{1,64}"};
-  if (!expected_tenant.empty() && job.tenant() != expected_tenant)
-    return InvalidJob{fmt::format("job.tenant '{}' does not match the queue's tenant '{}'", job.tenant(), expected_tenant)};
+  if (auto bad = check_envelope(job, expected_tenant)) return *bad;
   if (auto bad = check_trivial(job.trivial())) return InvalidJob{*bad};
   return job;
 }
@@ -128,6 +124,7 @@ v1::Result invalid_job_result(const std::string& job_id, const std::string& tena
 v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
   SandboxWatchScope watch_scope(ctx.watch);
   if (job.task_case() == v1::Job::kTrivial) {
+    if (auto bad = check_envelope(job, "")) return invalid_job_result(job.job_id(), job.tenant(), bad->message, ctx.worker);
     if (auto bad = check_trivial(job.trivial())) return invalid_job_result(job.job_id(), job.tenant(), *bad, ctx.worker);
     v1::Result r = header(job.job_id(), job.tenant(), ctx.worker);
     r.set_batch_id(job.batch_id());

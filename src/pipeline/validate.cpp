@@ -1,6 +1,7 @@
 #include "pipeline/validate.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/util/time_util.h>
 
 #include <regex>
 
@@ -95,12 +96,29 @@ std::optional<InvalidJob> check_kernelbench(const v1::KernelBenchTask& t) {
   return std::nullopt;
 }
 
+// protobuf's time arithmetic CHECK-fails (aborts the process) outside these ranges, so a
+// timestamp a client set is checked before anything computes with it.
+std::optional<InvalidJob> check_timestamp(const google::protobuf::Timestamp& t, const char* field) {
+  using google::protobuf::util::TimeUtil;
+  if (t.seconds() < 0 || t.seconds() > TimeUtil::kTimestampMaxSeconds || t.nanos() < 0 || t.nanos() > 999'999'999)
+    return InvalidJob{fmt::format("{} ({} s, {} ns) is not a timestamp between 1970 and 9999", field, t.seconds(), t.nanos())};
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<InvalidJob> validate_job(const v1::Job& job, const LimitsConfig& limits) {
+std::optional<InvalidJob> check_envelope(const v1::Job& job, const std::string& expected_tenant) {
   static const std::regex job_id_re("[A-Za-z0-9._:-]+"), tenant_re("[a-z0-9_-]+");
   if (!valid_name(job.job_id(), 128, job_id_re)) return InvalidJob{"job_id missing or not [A-Za-z0-9._:-]{1,128}"};
   if (!valid_name(job.tenant(), 64, tenant_re)) return InvalidJob{"tenant missing or not [a-z0-9_-]{1,64}"};
+  if (!expected_tenant.empty() && job.tenant() != expected_tenant)
+    return InvalidJob{fmt::format("job.tenant '{}' does not match the queue's tenant '{}'", job.tenant(), expected_tenant)};
+  if (auto bad = check_timestamp(job.submitted_at(), "submitted_at")) return bad;
+  return check_timestamp(job.deadline(), "deadline");
+}
+
+std::optional<InvalidJob> validate_job(const v1::Job& job, const LimitsConfig& limits) {
+  if (auto bad = check_envelope(job, "")) return bad;
   if (job.limits().compile_wall_ms() > limits.max_compile_wall_ms)
     return InvalidJob{fmt::format("limits.compile_wall_ms above this node's maximum of {}", limits.max_compile_wall_ms)};
   if (job.limits().run_wall_ms() > limits.max_run_wall_ms)
@@ -121,8 +139,7 @@ std::variant<v1::Job, InvalidJob> decode_job(const std::optional<std::string>& p
     return InvalidJob{fmt::format("job is {} bytes, over the {} byte limit", payload->size(), limits.max_job_bytes)};
   v1::Job job;
   if (payload->empty() || !job.ParseFromString(*payload)) return InvalidJob{"job payload is not a valid kjudge.v1.Job protobuf"};
-  if (!expected_tenant.empty() && job.tenant() != expected_tenant)
-    return InvalidJob{fmt::format("job.tenant '{}' does not match the queue's tenant '{}'", job.tenant(), expected_tenant)};
+  if (auto bad = check_envelope(job, expected_tenant)) return *bad;
   if (auto bad = validate_job(job, limits)) return *bad;
   return job;
 }

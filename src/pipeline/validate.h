@@ -20,6 +20,10 @@ std::variant<kjudge::v1::Job, InvalidJob> decode_job(const std::optional<std::st
                                                      const std::string& expected_tenant,
                                                      const LimitsConfig& limits);
 
+// The envelope every job kind shares: job_id, tenant (and that it is the queue's, unless empty),
+// timestamps in the range protobuf's time arithmetic accepts.
+std::optional<InvalidJob> check_envelope(const kjudge::v1::Job& job, const std::string& expected_tenant);
+
 // Semantic checks of an already-parsed job (also used by `kjudge eval` and the CLI before submit).
 std::optional<InvalidJob> validate_job(const kjudge::v1::Job& job, const LimitsConfig& limits);
 

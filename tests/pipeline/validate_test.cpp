@@ -29,6 +29,25 @@ std::string why(const v1::Job& j) {
 
 TEST(Validate, AcceptsAWellFormedJob) { EXPECT_EQ(why(good_job()), ""); }
 
+// protobuf's Timestamp/Duration arithmetic CHECK-fails (aborts kjudged) outside its range.
+TEST(Validate, RejectsTimestampsProtobufCannotComputeWith) {
+  for (auto [secs, nanos] : {std::pair<std::int64_t, int>{1ll << 40, 0}, {-(1ll << 40), 0}, {-1, 0},
+                             {253402300800ll, 0}, {1, -1}, {1, 1'000'000'000}}) {
+    auto j = good_job();
+    j.mutable_submitted_at()->set_seconds(secs);
+    j.mutable_submitted_at()->set_nanos(nanos);
+    EXPECT_NE(why(j).find("submitted_at"), std::string::npos) << secs << " " << nanos;
+    j = good_job();
+    j.mutable_deadline()->set_seconds(secs);
+    j.mutable_deadline()->set_nanos(nanos);
+    EXPECT_NE(why(j).find("deadline"), std::string::npos) << secs << " " << nanos;
+  }
+  auto j = good_job();
+  j.mutable_submitted_at()->set_seconds(1'764'000'000);
+  j.mutable_deadline()->set_seconds(253402300799ll);
+  EXPECT_EQ(why(j), "");
+}
+
 TEST(Validate, RejectsMissingOrBadIds) {
   auto j = good_job();
   j.clear_job_id();

@@ -174,9 +174,21 @@ def test_invalid_jobs_become_invalid_job_results_and_the_daemon_keeps_running(re
             "bad-tenant", other.SerializeToString(), "dev")
     # 5. a hand-made stream entry with no job field at all
     r.xadd(keys.jobs(0, "dev"), {"id": "bad-nofield"})
+    # 6. timestamps out of protobuf's range (its time arithmetic aborts the process on them),
+    #    for a pipeline job and a trivial one
+    for job_id, field in (("bad-submitted", "submitted_at"), ("bad-deadline", "deadline")):
+        ts = job_pb2.Job(job_id=job_id, tenant="dev")
+        ts.native.language = 1
+        getattr(ts, field).seconds = 2**40
+        client.submit(ts)
+    trivial_ts = job_pb2.Job(job_id="bad-trivial-ts", tenant="dev")
+    trivial_ts.trivial.argv.append("/bin/true")
+    trivial_ts.submitted_at.seconds = -(2**40)
+    client.submit(trivial_ts)
 
     expect = {"bad-garbage": "not a valid", "bad-notask": "no task", "bad-big": "over the",
-              "bad-tenant": "does not match", "bad-nofield": "no 'job' field"}
+              "bad-tenant": "does not match", "bad-nofield": "no 'job' field",
+              "bad-submitted": "submitted_at", "bad-deadline": "deadline", "bad-trivial-ts": "submitted_at"}
     for job_id, words in expect.items():
         res = stored_result(client, "dev", job_id)
         assert res.status == verdict_pb2.INVALID_JOB, job_id
