@@ -1,6 +1,6 @@
 """python3 -m kjudge_harness <role> <request.json> <report.json>
 
-Roles: pch, build, oracle, candidate. The report is written even when the role fails (ok=false,
+Roles: pch, build, candidate (the reference runs in the resident trusted worker, kjudge_worker). The report is written even when the role fails (ok=false,
 the stage it reached, the error); a role that cannot write it was killed, and the daemon reads
 that from the sandbox's own report."""
 import sys
@@ -21,17 +21,12 @@ def main(argv):
             from . import pch as impl
         elif role == "build":
             from . import build as impl
-        elif role == "oracle":
-            from . import oracle as impl
         elif role == "candidate":
             from . import candidate as impl
         else:
             raise ValueError(f"unknown role '{role}'")
         phases.mark("import")
-        if role == "oracle":
-            report.update(impl.run(request))
-        else:
-            impl.run(request, report)
+        impl.run(request, report)
     except BaseException as exc:  # noqa: BLE001 - everything the role raised goes into the report
         report["ok"] = False
         report["error"] = protocol.error_text(exc)

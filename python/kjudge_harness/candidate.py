@@ -1,8 +1,9 @@
 """Candidate role (untrusted code in this process; GPU sandbox, exactly one GPU). Loads the
 prebuilt extensions read-only, builds ModelNew with the weight seed, runs it on each input set
-(outputs to files the daemon compares; inputs checksummed after each call), one traced pass for
-legality, then the timed loop. Nothing here decides a verdict and no expected output exists in
-this process: the report is raw facts for the daemon."""
+(inputs from the trusted worker over the job channel, outputs back the same way: shared device
+memory, compared by the worker), the timed loop (the GPU lock held only around it), then one
+traced pass for legality. Nothing here decides a verdict and no expected output exists in this
+process: the report is raw facts for the daemon."""
 import json
 import os
 import threading
@@ -10,9 +11,11 @@ import threading
 import torch
 
 from . import extensions, guards, phases, protocol, timing, trace
+from .channel import Channel
 from . import inputs as kin
 from .module_loader import load_module
 from .snapshot import InputSnapshot
+from kjudge_worker import transport
 
 _type = type
 
@@ -87,16 +90,8 @@ def run(request, report):
     report["guards_changed"] = guard.changed()
     phases.mark("load_and_init")
 
-    out_dir = request["outputs_dir"]
-    os.makedirs(out_dir, exist_ok=True)
-    sets = {}
-    for entry in oracle["sets"]:
-        if "skipped" in entry:
-            continue
-        values = protocol.load_values(os.path.join(request["inputs_dir"], f"set{entry['index']}.pt"))
-        sets[entry["index"]] = protocol.to_device(values, device)
-    phases.mark("load_inputs")
-
+    chan = Channel(request["channel_path"], device)
+    sets = [e["index"] for e in oracle["sets"] if "skipped" not in e]
     report["stage"] = "correctness"
     outputs, mutated = [], []
     with torch.no_grad():
@@ -104,20 +99,25 @@ def run(request, report):
             if "skipped" in entry:
                 continue
             k = entry["index"]
-            before = InputSnapshot(sets[k])
+            values = chan.inputs(k)
+            # GPU inputs are mapped read-only and checked by the worker; host ones are this
+            # process's copy-on-write pages, checked here
+            before = InputSnapshot(values) if device.type == "cpu" else None
             poison(device, 2 * entry.get("output_nbytes", 0))
-            out = model(*sets[k])
+            out = model(*values)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             desc = {"index": k, "type": _type(out).__module__ + "." + _type(out).__qualname__}
             if _type(out) is torch.Tensor:
-                desc.update(protocol.write_tensor(out, os.path.join(out_dir, f"set{k}.bin")))
+                desc.update(transport.describe(out))
                 desc["device"] = str(out.device)
-                desc["aliases_input"] = any(overlaps(out, v) for v in sets[k])
+                desc["aliases_input"] = any(overlaps(out, v) for v in values)
+            chan.send_output("output", k, out if _type(out) is torch.Tensor else None, desc)
             outputs.append(desc)
-            if before.changed(sets[k]):
+            if before is not None and before.changed(values):
                 mutated.append(entry["name"])
-            del out, before
+            del out, before, values
+            chan.release(k)
         report["outputs"] = outputs
         report["inputs_mutated"] = mutated
         report["guards_changed"] = guard.changed()
@@ -126,22 +126,32 @@ def run(request, report):
         report["stage"] = "timing"
         tcfg = dict(request.get("timing") or {})
         if not tcfg.get("skip"):
-            if compat:
-                report["timing"] = timing.kernelbench_loop(model, sets[oracle["pool"][0]], device)
-            else:
-                pool = [sets[k] for k in oracle["pool"] if k in sets]
-                audit_dir = request["audit_dir"]
-                os.makedirs(audit_dir, exist_ok=True)
+            pool = [chan.inputs(k, writable=True) for k in oracle["pool"] if k in sets]
+            kept = {}
 
-                def on_audit(call, out):
-                    if _type(out) is torch.Tensor:
-                        protocol.write_tensor(out, os.path.join(audit_dir, f"audit{call}.bin"))
+            def on_audit(call, out):
+                kept[call] = out
 
-                pool_snapshot = InputSnapshot(v for values in pool for v in values)
-                report["timing"] = timing.strict_loop(model, pool, tcfg, device, on_audit, request.get("clock_path"))
-                if pool_snapshot.changed(v for values in pool for v in values):
-                    report["flags"].append("inputs_mutated_during_timing")
-                del pool_snapshot
+            # GPU: the worker checks its copies after the loop; host copies are checked here
+            pool_snapshot = InputSnapshot(v for values in pool for v in values) \
+                if not compat and device.type == "cpu" else None
+            chan.lock()
+            try:
+                if compat:
+                    report["timing"] = timing.kernelbench_loop(model, pool[0], device)
+                else:
+                    report["timing"] = timing.strict_loop(model, pool, tcfg, device, on_audit, request.get("clock_path"))
+            finally:
+                chan.unlock()
+            if pool_snapshot is not None and pool_snapshot.changed(v for values in pool for v in values):
+                report["flags"].append("inputs_mutated_during_timing")
+            del pool_snapshot, pool
+            for k in oracle["pool"]:
+                chan.release(k)
+            for call, out in kept.items():
+                if _type(out) is torch.Tensor:
+                    chan.send_output("audit", call, out, transport.describe(out))
+            del kept
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         phases.mark("timing")
@@ -151,11 +161,12 @@ def run(request, report):
         # The legality trace comes last: the profiler it starts (CUPTI, its threads) must not
         # touch the timed loop or the thread count.
         report["stage"] = "trace"
-        first = min(sets)
-        if request.get("trace", True):
-            traced_out, report["trace"] = trace.traced_call(model, sets[first], device, counter)
+        if request.get("trace", True) and sets:
+            traced_out, report["trace"] = trace.traced_call(model, chan.inputs(sets[0]), device, counter)
             del traced_out
+            chan.release(sets[0])
         phases.mark("trace")
+    chan.close()
     report["guards_changed"] = guard.changed()
     report["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     report["torch_version"] = torch.__version__

@@ -219,6 +219,11 @@ void apply(const toml::table& root, Config& c) {
     take(*k, "precompiled_header", c.kernelbench.precompiled_header);
     take_u32(*k, "compile_wall_ms", c.kernelbench.compile_wall_ms);
     take_u32(*k, "run_wall_ms", c.kernelbench.run_wall_ms);
+    take_u32(*k, "reference_wall_ms", c.kernelbench.reference_wall_ms);
+    take(*k, "worker_cache_fraction", c.kernelbench.worker_cache_fraction);
+    if (!(c.kernelbench.worker_cache_fraction > 0 && c.kernelbench.worker_cache_fraction <= 0.9))
+      throw std::runtime_error("kernelbench.worker_cache_fraction must be in (0, 0.9]");
+    take_u32(*k, "worker_idle_seconds", c.kernelbench.worker_idle_seconds);
   }
   if (auto l = root["limits"].as_table()) {
     take_u32(*l, "compile_wall_ms", c.limits.compile_wall_ms);

@@ -88,6 +88,11 @@ struct KernelBenchConfig {
   bool precompiled_header = true;     // build torch/extension.h once per node and torch version
   std::uint32_t compile_wall_ms = 240'000;  // a load_inline build compiles torch headers: slow
   std::uint32_t run_wall_ms = 120'000;
+  // The trusted worker (python/kjudge_worker): the reference's own budget per job (never the
+  // candidate's), the share of device memory its cache may hold, and how long it stays idle.
+  std::uint32_t reference_wall_ms = 300'000;
+  double worker_cache_fraction = 0.3;
+  std::uint32_t worker_idle_seconds = 600;
 };
 
 struct Config {

@@ -17,6 +17,7 @@
 #include "kjsandbox/policy.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/judge.h"
+#include "worker/worker_pool.h"
 #include "pipeline/sandbox_profiles.h"
 #include "pipeline/validate.h"
 #include "pipeline/workspace.h"
@@ -173,6 +174,7 @@ int Daemon::run() {
 
   fetcher_.join();
   slots_.join();
+  stop_trusted_workers();  // their device memory goes back with them
   try {
     loop_queue_->command({"DEL", kjqueue::Keys::node(cfg_.redis.partition, cfg_.node)});
   } catch (const kjqueue::QueueError&) {

@@ -10,16 +10,7 @@
 namespace kj {
 namespace fs = std::filesystem;
 
-HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
-  const fs::path req = run.job_dir / (run.role + "_request.json");
-  const fs::path rep = run.job_dir / (run.role + "_report.json");
-  {
-    std::ofstream out(req, std::ios::trunc);
-    out << run.request.dump();
-  }
-  fs::remove(rep);
-  std::vector<std::string> argv = {cfg.kernelbench.python.string(), "-s", "-m", "kjudge_harness", run.role,
-                                   "/job/" + req.filename().string(), "/job/" + rep.filename().string()};
+kjsandbox::Policy harness_policy(const Config& cfg, const HarnessRun& run, std::vector<std::string> argv) {
   kjsandbox::Policy p = run.slot == SlotKind::Compile
                             ? compile_policy(cfg, run.job_dir, std::move(argv), run.wall_ms)
                             : run_policy(cfg, run.job_dir, "", std::move(argv), run.wall_ms, run.output_bytes,
@@ -40,6 +31,20 @@ HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
   p.env["TORCH_EXTENSIONS_DIR"] = "/tmp/torch_extensions";
   p.env["TRITON_CACHE_DIR"] = "/tmp/triton";
   p.env["OMP_NUM_THREADS"] = "1";  // a CPU task's timing must not depend on the node's core count
+  return p;
+}
+
+HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
+  const fs::path req = run.job_dir / (run.role + "_request.json");
+  const fs::path rep = run.job_dir / (run.role + "_report.json");
+  {
+    std::ofstream out(req, std::ios::trunc);
+    out << run.request.dump();
+  }
+  fs::remove(rep);
+  kjsandbox::Policy p = harness_policy(cfg, run, {cfg.kernelbench.python.string(), "-s", "-m", "kjudge_harness",
+                                                   run.role, "/job/" + req.filename().string(),
+                                                   "/job/" + rep.filename().string()});
   HarnessStep step{run_sandboxed(p), std::nullopt};
   if (step.sandbox.outcome == kjsandbox::Outcome::Exited && fs::exists(rep)) {
     auto parsed = nlohmann::json::parse(read_file(rep), nullptr, /*allow_exceptions=*/false);

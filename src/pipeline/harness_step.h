@@ -26,7 +26,7 @@ struct HarnessStep {
 enum class SlotKind { Compile, Run };
 
 struct HarnessRun {
-  std::string role;                                // pch, build, oracle, candidate
+  std::string role;                                // pch, build, candidate
   SlotKind slot = SlotKind::Compile;
   std::filesystem::path job_dir;                   // the party dir, /job inside
   nlohmann::json request;
@@ -38,5 +38,9 @@ struct HarnessRun {
 };
 
 HarnessStep run_harness(const Config& cfg, const HarnessRun& run);
+
+// The sandbox policy of a harness process (run.request and run.role unused): the slot's policy,
+// the harness bound at kHarnessInSandbox, the interpreter's environment. Also the trusted worker's.
+kjsandbox::Policy harness_policy(const Config& cfg, const HarnessRun& run, std::vector<std::string> argv);
 
 }  // namespace kj

@@ -20,19 +20,14 @@ namespace kj {
 // The numbers in j[key] (a harness report's array); empty when absent.
 std::vector<double> json_doubles(const nlohmann::json& j, const char* key);
 
-// dtype names as the harness writes them ("float32", "bfloat16", ...); DTYPE_UNSPECIFIED if unknown.
-kjudge::v1::DType dtype_from_torch_name(const std::string& name);
-
-// Expected tensor (oracle's description + file) against the candidate's; problem in words on
-// shape/dtype mismatch.
-kjudge::v1::TensorComparison compare_described(const nlohmann::json& expected, const std::filesystem::path& expected_file,
-                                               const nlohmann::json& actual, const std::filesystem::path& actual_file,
-                                               const Tolerance& tol);
+// A comparison the trusted worker made (python/kjudge_worker/compare.py: the fields of
+// TensorComparison), as the protobuf message; missing fields stay at their defaults.
+kjudge::v1::TensorComparison comparison_from_json(const nlohmann::json& j);
 
 struct KernelBenchFacts {
   const nlohmann::json* candidate = nullptr;       // the candidate role's report
-  const nlohmann::json* oracle = nullptr;          // the oracle role's report
-  std::filesystem::path expected_dir, audit_dir;   // host paths
+  const nlohmann::json* oracle = nullptr;          // the worker's prepare report (sets, pool, audits)
+  const nlohmann::json* worker = nullptr;          // the worker's results: comparisons, audits, flags
   const std::vector<ClockMark>* marks = nullptr;   // the daemon's clock on the candidate's loop
   double overhead_per_call_ms = 0;                 // clean process: outside - inside, per call
   double clean_wall_minus_event_ms = 0;            // clean process: host wall - event time, median

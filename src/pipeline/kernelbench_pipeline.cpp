@@ -15,7 +15,7 @@
 
 #include "common/log.h"
 #include "pipeline/engine_checks.h"
-#include "pipeline/gpu_lock.h"
+#include "pipeline/group_seeds.h"
 #include "pipeline/harness_step.h"
 #include "pipeline/inputs.h"
 #include "pipeline/kernelbench_baseline_cache.h"
@@ -25,6 +25,8 @@
 #include "pipeline/sha256.h"
 #include "pipeline/stats.h"
 #include "pipeline/workspace.h"
+#include "worker/worker_job.h"
+#include "worker/worker_pool.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
@@ -65,7 +67,13 @@ fs::path private_dir(const fs::path& p) {
   return p;
 }
 
-std::uint64_t secret_u63() { return secret_seed()[0] >> 1; }
+// The last non-empty line of an error text (a traceback's is the exception itself).
+std::string last_line(const std::string& text) {
+  auto end = text.find_last_not_of(" \n");
+  if (end == std::string::npos) return text;
+  auto start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
 
 // TORCH_CUDA_ARCH_LIST for builds: the config's, else the GPU's compute capability (asked once).
 std::string cuda_arch_list(const Config& cfg) {
@@ -178,9 +186,9 @@ void clean_overheads(const json& timing, const std::vector<ClockMark>& marks, do
 }
 
 // The harness's own phase times (what inside a stage took the time), prefixed by its role.
-void add_phases(v1::Result& r, const std::string& role, const HarnessStep& step) {
-  if (!step.report || !step.report->contains("phase_seconds") || !(*step.report)["phase_seconds"].is_object()) return;
-  for (const auto& [name, v] : (*step.report)["phase_seconds"].items())
+void add_phases(v1::Result& r, const std::string& role, const json& report) {
+  if (!report.contains("phase_seconds") || !report["phase_seconds"].is_object()) return;
+  for (const auto& [name, v] : report["phase_seconds"].items())
     if (v.is_number()) (*r.mutable_phase_seconds())[role + "." + name] = v.get<double>();
 }
 
@@ -205,8 +213,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
 
   Workspace ws(cfg.state_dir, job.job_id(), sandbox_host_uid(cfg.sandbox.host_uid),
                sandbox_host_gid(cfg.sandbox.host_gid), cfg.keep_job_dirs);
-  const fs::path build_dir = ws.make_party_dir("build"), oracle_dir = ws.make_party_dir("oracle"),
-                 cand_dir = ws.make_party_dir("candidate");
+  const fs::path build_dir = ws.make_party_dir("build"), cand_dir = ws.make_party_dir("candidate");
   StageClock clock(r);
   auto fail = [&](const Decision& d) {
     r.set_status(d.verdict);
@@ -216,7 +223,6 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   ws.write_file(build_dir / (completion ? "completion.md" : "candidate.py"),
                 completion ? task.completion() : task.model_new_py());
   ws.write_file(build_dir / "reference.py", task.reference_py());
-  ws.write_file(oracle_dir / "reference.py", task.reference_py());
   json overrides = json::object();
   for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
 
@@ -248,7 +254,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                {"policy_overrides", policy_overrides}};
   if (completion) b.request["completion_path"] = "/job/completion.md";
   const auto build = run_harness(cfg, b);
-  add_phases(r, "build", build);
+  if (build.report) add_phases(r, "build", *build.report);
   auto* compile = r.mutable_compile();
   compile->set_seconds(build.sandbox.wall_seconds);
   const std::string build_error = build.report ? build.report->value("error", "") : "";
@@ -276,15 +282,11 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   const json manifest = publish_builds(build.report->value("extensions", json::array()), build_dir, ext_cache, ext_binds);
   ws.write_file(cand_dir / "manifest.json", manifest.dump());
 
-  // 3. Oracle: secret seeds (compat: KernelBench's), inputs and expected outputs, baseline timing.
-  std::optional<GpuLock> gpu_lock;
-  if (gpu) {
-    gpu_lock.emplace(gpu_lock_file(cfg));
-    (*r.mutable_phase_seconds())["gpu_lock_wait"] = gpu_lock->seconds_waited();
-  }
+  // 3. The tenant's trusted worker: the problem's sets made on its device from secret seeds
+  // (compat: KernelBench's), the expected outputs kept there, the baseline when not cached. The
+  // reference has its own budget: its time never counts against the candidate's limit.
   clock.start(v1::STAGE_ORACLE);
-  const std::uint64_t weight_seed = compat ? 42 : secret_u63();
-  const std::uint64_t perturb_seed = compat ? 0 : secret_u63();
+  const GroupSeeds seeds = compat ? GroupSeeds::kernelbench() : group_seeds(job);
   std::vector<unsigned> audits;
   if (!compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
   json timing = {{"warmup", tcfg.warmup() ? tcfg.warmup() : kDefaultWarmup},
@@ -293,7 +295,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                  {"budget_ms", budget_ms},
                  {"target_rel_ci", 0.01},
                  {"l2_flush", true},
-                 {"perturb_seed", perturb_seed},
+                 {"perturb_seed", seeds.perturb},
                  {"audit_calls", audits},
                  {"skip", max_trials == 0}};
   json sets = json::array();
@@ -303,43 +305,49 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     static const char* names[] = {"declared", "declared-2", "signed", "large", "spike"};
     for (unsigned k = 0; k < n; ++k)
       sets.push_back({{"name", k < 5 ? names[k] : fmt::format("declared-{}", k - 2)},
-                      {"seed", secret_u63()},
+                      {"seed", seeds.set(k)},
                       {"transform", k < 5 ? kinds[k] : "none"}});
   }
+  const v1::Precision prec = task.precision();
+  Tolerance tol = prec == v1::FP16 || prec == v1::BF16_PRECISION ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-4};
+  if (compat) tol.scale_aware = false, tol.nan_equal = false;  // torch.allclose exactly
+  if (job.options().has_tolerance()) tol = {job.options().tolerance().atol(), job.options().tolerance().rtol()};
   const KernelBenchBaselineCache baselines(private_dir(cache_root(cfg) / "kb-baseline"), task, compat, timing);
-  HarnessRun o;
-  o.role = "oracle";
-  o.slot = SlotKind::Run;
-  o.job_dir = oracle_dir;
-  o.wall_ms = run_ms;
-  o.output_bytes = output_bytes;
-  o.device_profile = device_profile;
-  o.file_size_bytes = 8ull << 30;
-  o.request = {{"backend", backend},        {"precision", precision_name(task.precision())},
-               {"mode", compat ? "compat" : "strict"},
-               {"reference_path", "/job/reference.py"},
-               {"size_overrides", overrides}, {"weight_seed", weight_seed},
-               {"inputs_dir", "/job/inputs"}, {"expected_dir", "/job/expected"},
-               {"sets", sets},              {"timing", timing},
-               {"time_baseline", max_trials > 0}, {"clock_path", "/job/clock"},
-               // skip the baseline only on the node the cached figures were measured on
-               {"baseline_unless_identity", baselines.cached() ? baselines.expected_identity() : ""}};
-  HarnessStep oracle;
+  WorkerJob wjob(trusted_worker(cfg, job.tenant(), gpu), job.job_id(), task.reference_py(),
+                 sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid));
+  json prep_req = {{"backend", backend},        {"precision", precision_name(task.precision())},
+                   {"mode", compat ? "compat" : "strict"},
+                   {"size_overrides", overrides}, {"weight_seed", seeds.weight},
+                   {"sets", sets},              {"timing", timing},
+                   {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}, {"scale_aware", tol.scale_aware},
+                                  {"nan_equal", tol.nan_equal}}},
+                   {"time_baseline", max_trials > 0},
+                   // skip the baseline only on the node the cached figures were measured on
+                   {"baseline_unless_identity", baselines.cached() ? baselines.expected_identity() : ""}};
+  std::optional<json> prepared;
   std::vector<ClockMark> oracle_marks;
+  std::string why;
   {
-    ClockReader reader(oracle_dir / "clock");
-    oracle = run_harness(cfg, o);
+    ClockReader reader(wjob.clock_fifo());
+    prepared = wjob.prepare(prep_req, std::chrono::milliseconds(cfg.kernelbench.reference_wall_ms), why);
     oracle_marks = reader.finish();
   }
-  add_phases(r, "oracle", oracle);
-  if (!oracle.report || !oracle.report->value("ok", false)) {
-    const std::string err = oracle.report ? oracle.report->value("error", "") : tail(oracle.sandbox.stderr_data, 2000);
-    detail = err;
-    if (err.find("needs a GPU") != std::string::npos) return fail({v1::INFRA_ERROR, "no GPU visible to the oracle"});
-    if (auto d = decide_harness(oracle.sandbox, oracle.report ? &*oracle.report : nullptr, Party::Reference, false, run_ms))
-      return fail(*d);
+  if (!prepared) {
+    if (wjob.worker().alive()) {  // the reference never returned: it holds the worker, which goes
+      wjob.worker().kill();
+      return fail({v1::INVALID_JOB, fmt::format("the reference did not finish within its own budget of {} ms",
+                                                cfg.kernelbench.reference_wall_ms)});
+    }
+    detail = why;
+    return fail({v1::INFRA_ERROR, "trusted worker: " + why});
   }
-  const json& orep = *oracle.report;
+  if (!prepared->value("ok", false)) {
+    detail = prepared->value("error", "");
+    if (detail.find("needs a GPU") != std::string::npos) return fail({v1::INFRA_ERROR, "no GPU visible to the trusted worker"});
+    return fail({v1::INVALID_JOB, "the reference failed: " + last_line(detail)});
+  }
+  json& orep = *prepared;
+  add_phases(r, "oracle", orep);
   r.mutable_system()->set_device_name(orep.value("device_name", ""));
   r.mutable_system()->set_framework_version("torch " + orep.value("torch_version", ""));
   // The clean process's figures: measured now (and cached), or the cache's for this very node.
@@ -357,15 +365,12 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     r.mutable_performance()->set_baseline_cached(true);
   }
 
-  // 4. Candidate: inputs, its builds and its own code; nothing the oracle keeps.
+  // 4. Candidate: its builds, its own code, and the job channel to the worker (input sets in,
+  // outputs out, as shared device memory); nothing the worker keeps.
   clock.start(v1::STAGE_CANDIDATE);
-  json oracle_public = {{"init_inputs", orep["init_inputs"]}, {"pool", orep.value("pool", json::array())}};
-  oracle_public["sets"] = json::array();
-  for (const auto& s : orep["sets"]) {
-    json e = {{"name", s["name"]}, {"index", s["index"]}, {"output_nbytes", s.value("output_nbytes", 0)}};
-    if (s.contains("skipped")) e["skipped"] = s["skipped"];
-    oracle_public["sets"].push_back(e);
-  }
+  timing["audit_calls"] = orep.value("audits", json::array());  // the worker may keep fewer (device memory)
+  json oracle_public = {{"init_inputs", orep["init_inputs"]}, {"pool", orep.value("pool", json::array())},
+                        {"sets", orep["sets"]}};
   HarnessRun c;
   c.role = "candidate";
   c.slot = SlotKind::Run;
@@ -373,10 +378,10 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   c.wall_ms = run_ms;
   c.output_bytes = output_bytes;
   c.device_profile = device_profile;
-  c.file_size_bytes = 8ull << 30;
+  c.file_size_bytes = 1ull << 30;
   c.binds = ext_binds;
-  c.binds.push_back({(oracle_dir / "inputs").string(), "/inputs", false});
   c.binds.push_back({(build_dir / "candidate.py").string(), "/candidate.py", false});
+  c.binds.push_back({wjob.channel_dir().string(), "/chan", true});
   c.request = {{"backend", backend},
                {"precision", precision_name(task.precision())},
                {"mode", compat ? "compat" : "strict"},
@@ -384,11 +389,9 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                {"manifest_path", "/job/manifest.json"},
                {"fallback_ext_dir", "/tmp/ext-run"},
                {"arch_list", arch},
-               {"weight_seed", weight_seed},
+               {"weight_seed", seeds.weight},
                {"oracle", oracle_public},
-               {"inputs_dir", "/inputs"},
-               {"outputs_dir", "/job/outputs"},
-               {"audit_dir", "/job/audit"},
+               {"channel_path", WorkerJob::kChannelInCandidate},
                {"timing", timing},
                {"clock_path", "/job/clock"}};
   std::vector<ClockMark> marks;
@@ -400,47 +403,43 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     cand = run_harness(cfg, c);
     marks = reader.finish();
   }
-  add_phases(r, "candidate", cand);
+  if (cand.report) add_phases(r, "candidate", *cand.report);
   r.mutable_resources()->set_cpu_seconds(cand.sandbox.cpu_seconds);
   r.mutable_resources()->set_wall_seconds(cand.sandbox.wall_seconds);
   r.mutable_resources()->set_peak_host_memory_bytes(cand.sandbox.peak_rss_bytes);
+  const auto seen = wjob.results(std::chrono::seconds(60), why);
+  if (!seen || !seen->value("ok", false)) {
+    detail = seen ? seen->value("error", "") : why;
+    return fail({v1::INFRA_ERROR, "trusted worker: " + (seen ? last_line(detail) : why)});
+  }
+  (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
+  (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms)) {
     detail = cand.report ? cand.report->value("error", "") : tail(cand.sandbox.stderr_data, 2000);
     return fail(*d);
   }
-  gpu_lock.reset();
   const json& crep = *cand.report;
 
-  // 5. Compare, in the daemon.
+  // 5. The worker's comparisons, made on its device with the job's tolerance.
   clock.start(v1::STAGE_COMPARE);
-  const v1::Precision prec = task.precision();
-  Tolerance tol = prec == v1::FP16 || prec == v1::BF16_PRECISION ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-4};
-  if (compat) tol.scale_aware = false, tol.nan_equal = false;  // torch.allclose exactly
-  if (job.options().has_tolerance()) tol = {job.options().tolerance().atol(), job.options().tolerance().rtol()};
   KernelBenchFacts facts;
   facts.candidate = &crep;
   facts.oracle = &orep;
-  facts.expected_dir = oracle_dir / "expected";
-  facts.audit_dir = cand_dir / "audit";
+  facts.worker = &*seen;
   facts.marks = &marks;
   facts.tol = tol;
   facts.timed = max_trials > 0;
   if (auto d = check_before_compare(facts, r)) return fail(*d);
-  std::map<int, json> outputs;
-  for (const auto& out : crep.value("outputs", json::array())) outputs[out.value("index", -1)] = out;
+  const json& compared = (*seen)["sets"];
   for (const auto& s : orep["sets"]) {
     if (s.contains("skipped") || s.value("timing_only", false)) continue;
-    const int k = s["index"].get<int>();
+    const std::string k = std::to_string(s["index"].get<int>());
     v1::CorrectnessSet cs;
     cs.set_name(s["name"].get<std::string>());
-    auto it = outputs.find(k);
-    v1::TensorComparison cmp;
-    if (it == outputs.end()) {
+    v1::TensorComparison cmp = compared.contains(k) ? comparison_from_json(compared[k]) : v1::TensorComparison();
+    if (!compared.contains(k)) {
       cmp.set_arg("output");
       cmp.set_problem("no output for this set");
-    } else {
-      cmp = compare_described(s["expected"], facts.expected_dir / fmt::format("set{}.bin", k), it->second,
-                              cand_dir / "outputs" / fmt::format("set{}.bin", k), tol);
     }
     cs.set_passed(cmp.passed());
     *cs.add_outputs() = cmp;

@@ -161,20 +161,47 @@ TEST(KernelBenchCompare, CompatModeIsTorchAllcloseExactly) {
   EXPECT_FALSE(kj::compare_tensor(v1::F32, bytes(en), bytes(an), allclose).passed());
 }
 
-TEST(KernelBenchChecks, DescribedComparisonChecksShapeAndDtypeFirst) {
-  const json expected = {{"dtype", "float32"}, {"shape", {2, 3}}};
-  EXPECT_NE(kj::compare_described(expected, "/nonexistent", {{"dtype", "float32"}, {"shape", {3, 2}}}, "/nonexistent",
-                                  {1e-4, 1e-4})
-                .problem()
-                .find("shape"),
-            std::string::npos);
-  EXPECT_NE(kj::compare_described(expected, "/nonexistent", {{"dtype", "float16"}, {"shape", {2, 3}}}, "/nonexistent",
-                                  {1e-4, 1e-4})
-                .problem()
-                .find("dtype"),
-            std::string::npos);
-  EXPECT_EQ(kj::dtype_from_torch_name("bfloat16"), v1::BF16);
-  EXPECT_EQ(kj::dtype_from_torch_name("complex64"), v1::DTYPE_UNSPECIFIED);
+TEST(KernelBenchChecks, TheWorkersComparisonBecomesTheResultsFields) {
+  const json j = {{"arg", "output"}, {"passed", false}, {"elements", 6}, {"mismatches", 2},
+                  {"first_mismatch_index", 4}, {"max_abs_error", 0.5}, {"max_rel_error", 0.25},
+                  {"atol", 1e-4}, {"rtol", 1e-4}, {"problem", "output shape [3, 2] differs"}};
+  const auto c = kj::comparison_from_json(j);
+  EXPECT_FALSE(c.passed());
+  EXPECT_EQ(c.elements(), 6u);
+  EXPECT_EQ(c.mismatches(), 2u);
+  EXPECT_EQ(c.first_mismatch_index(), 4);
+  EXPECT_DOUBLE_EQ(c.max_abs_error(), 0.5);
+  EXPECT_NE(c.problem().find("shape"), std::string::npos);
+  EXPECT_FALSE(kj::comparison_from_json(json::object()).passed());  // nothing said: not passed
+}
+
+// The worker's own checks (its input copies, the audited calls) decide as the harness's did.
+TEST(KernelBenchChecks, WorkerFlagsAndAuditsAreIntegrityFacts) {
+  const json cand = {{"outputs", json::array()}, {"timing", {{"trial_ms", {1.0, 1.0, 1.0}}, {"method", "perf_counter"}}}};
+  const json oracle = {{"audits", {1}}};
+  std::vector<kj::ClockMark> marks;
+  kj::KernelBenchFacts f;
+  f.candidate = &cand;
+  f.oracle = &oracle;
+  f.marks = &marks;
+  f.timed = true;
+  json worker = {{"flags", {"inputs_mutated:declared"}}, {"audits", json::object()}};
+  f.worker = &worker;
+  v1::Result r;
+  auto d = kj::check_after_compare(f, r);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->verdict, v1::CHEAT);
+  EXPECT_TRUE(r.legality().inputs_mutated());
+  worker = {{"flags", {"inputs_mutated_during_timing"}}, {"audits", json::object()}};
+  r.Clear();
+  d = kj::check_after_compare(f, r);
+  ASSERT_TRUE(d);
+  EXPECT_NE(d->message.find("timed calls"), std::string::npos);
+  worker = {{"flags", json::array()}, {"audits", {{"1", {{"passed", false}}}}}};  // audited call wrong
+  r.Clear();
+  d = kj::check_after_compare(f, r);
+  ASSERT_TRUE(d);
+  EXPECT_NE(d->message.find("timed call 1"), std::string::npos);
 }
 
 TEST(KernelBenchValidate, TaskFields) {

@@ -1,0 +1,24 @@
+"""python3 -m kjudge_worker <root> <cuda|cpu> [lock file] [cache fraction] [idle seconds]
+
+The trusted worker kjudged keeps per GPU and tenant (its own sandbox, the GPU's device profile):
+torch imported and CUDA initialised once, references and input sets cached on the device.
+`root` is its directory (/job in the sandbox): the control socket, the references kjudged puts
+there, the jobs' channel sockets and clock FIFOs."""
+import sys
+
+from .server import Worker
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root, kind = argv[1], argv[2]
+    lock = argv[3] if len(argv) > 3 else ""
+    fraction = float(argv[4]) if len(argv) > 4 else 0.3
+    idle = float(argv[5]) if len(argv) > 5 else 600.0
+    return Worker(root, kind, lock, fraction, idle).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,87 @@
+"""The comparator of src/pipeline/compare.cpp, on the tensors' own device (no host copy): the same
+tolerance rules and the same report fields. In float64, in chunks, so memory stays bounded.
+  pass  |a - e| <= atol * (scale_aware ? max(1, max finite |e|) : 1) + rtol * |e|
+  NaN   matches NaN only when nan_equal; a NaN where a number was expected is counted apart
+  Inf   must equal exactly"""
+import torch
+
+CHUNK = 1 << 26  # elements per pass: 512 MB of float64 per temporary
+
+
+def _flat(t):
+    t = t.detach().reshape(-1)
+    return t.to(torch.float64) if t.dtype != torch.float64 else t
+
+
+def _scale(expected):
+    scale = 1.0
+    for i in range(0, expected.numel(), CHUNK):
+        e = _flat(expected[i:i + CHUNK]).abs()
+        e = e[torch.isfinite(e)]
+        if e.numel():
+            scale = max(scale, float(e.max()))
+    return scale
+
+
+def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True):
+    """expected, actual: flat tensors of one dtype and size on one device. Returns the
+    TensorComparison fields as a dict."""
+    n = expected.numel()
+    out = {"arg": "output", "atol": atol, "rtol": rtol, "elements": n, "first_mismatch_index": -1,
+           "mismatches": 0, "max_abs_error": 0.0, "max_rel_error": 0.0, "passed": False, "problem": ""}
+    if actual.numel() != n:
+        out["problem"] = f"output has {actual.numel()} elements, expected {n}"
+        out["mismatches"] = n
+        return out
+    floor = atol * _scale(expected) if scale_aware else atol
+    bad = nan_bad = 0
+    max_abs = max_rel = 0.0
+    first = -1
+    for i in range(0, n, CHUNK):
+        e, a = _flat(expected[i:i + CHUNK]), _flat(actual[i:i + CHUNK])
+        d = (a - e).abs()
+        lim = floor + rtol * e.abs()
+        e_nan, a_nan = torch.isnan(e), torch.isnan(a)
+        any_nan = e_nan | a_nan
+        any_inf = (torch.isinf(e) | torch.isinf(a)) & ~any_nan
+        finite = ~any_nan & ~any_inf
+        ok = torch.where(finite, d <= lim, torch.zeros_like(finite))
+        ok |= any_nan & (a_nan & e_nan) if nan_equal else torch.zeros_like(ok)
+        ok |= any_inf & (a == e)
+        nan_bad += int((a_nan & ~ok).sum())
+        if finite.any():
+            df = d[finite]
+            max_abs = max(max_abs, float(df.max()))
+            ef = e[finite].abs()
+            nz = ef != 0
+            if nz.any():
+                max_rel = max(max_rel, float((df[nz] / ef[nz]).max()))
+        wrong = ~ok
+        count = int(wrong.sum())
+        if count and first < 0:
+            first = i + int(torch.nonzero(wrong)[0, 0])
+        bad += count
+    out.update({"mismatches": bad, "first_mismatch_index": first, "max_abs_error": max_abs,
+                "max_rel_error": max_rel, "passed": bad == 0})
+    if nan_bad:
+        out["problem"] = f"{nan_bad} elements are NaN where a number was expected (unwritten output?)"
+    return out
+
+
+def described(expected, actual, desc, tol):
+    """Shape and dtype first (a problem in words), then the elements."""
+    exp_desc = {"dtype": str(expected.dtype).replace("torch.", ""), "shape": list(expected.shape)}
+    if list(desc.get("shape", [])) != exp_desc["shape"]:
+        return {"arg": "output", "passed": False, "first_mismatch_index": -1,
+                "problem": f"output shape {desc.get('shape')} differs from the reference's {exp_desc['shape']}"}
+    if desc.get("dtype") != exp_desc["dtype"]:
+        return {"arg": "output", "passed": False, "first_mismatch_index": -1,
+                "problem": f"output dtype {desc.get('dtype')} differs from the reference's {exp_desc['dtype']}"}
+    return compare(expected.reshape(-1), actual.reshape(-1), tol["atol"], tol["rtol"], tol.get("scale_aware", True),
+                   tol.get("nan_equal", True))
+
+
+def identical(a, b):
+    """Bitwise equality (NaN-safe): did a shared input copy change?"""
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(
+        a.detach().reshape(-1).view(torch.uint8), b.detach().reshape(-1).view(torch.uint8))

@@ -1,0 +1,257 @@
+"""One job in the worker: its sets (made, or taken from the cache), the baseline when asked for,
+and the candidate's channel. The channel hands the candidate fresh shared copies of its inputs and
+takes its outputs, which are compared here, on the device; the candidate never gets an expected
+output, a comparison result or another job's data. The daemon reads the facts with `results`."""
+import os
+import socket
+import threading
+import time
+
+import torch
+
+from kjudge_harness import inputs as kin
+from kjudge_harness import timing
+
+from . import compare, transport, wire
+from .gpu_lock import GpuLock
+from .problems import finite, nbytes
+
+AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
+
+
+class JobError(Exception):
+    """The reference or the request is at fault (INVALID_JOB); anything else is ours."""
+
+
+class Job:
+    def __init__(self, request, problem, cache, device, lock_path):
+        self.id = request["job_id"]
+        self.request, self.problem, self.cache, self.device = request, problem, cache, device
+        self.lock_path = lock_path
+        self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
+        self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
+                        "protocol_errors": []}
+        self.done = threading.Event()
+        self.listener = None
+
+    # --- prepare (the daemon waits for this, under the reference's own budget) ---------------
+    def prepare(self):
+        req = self.request
+        sets = list(req.get("sets") or [])
+        timing_cfg = dict(req.get("timing") or {})
+        if self.problem.compat:
+            seeds = kin.kernelbench_trial_seeds(int(req.get("compat_trials", 5)))
+            sets = [{"name": f"trial{i}", "seed": s} for i, s in enumerate(seeds)]
+            sets.append({"name": "timing", "seed": 42, "timing_only": True})
+            timing_cfg["pool"] = [len(seeds)]
+            timing_cfg["audit_calls"] = []
+        self.timing_cfg = timing_cfg
+        declared_finite = True
+        public, max_bytes = [], 0
+        for k, spec in enumerate(sets):
+            entry = {"name": spec["name"], "index": k, "seed": int(spec["seed"]),
+                     "transform": spec.get("transform"), "timing_only": bool(spec.get("timing_only"))}
+            values, out = self.set_values(entry)
+            if k == 0:
+                declared_finite = finite(out)
+            elif not self.problem.compat and declared_finite and not finite(out):
+                entry["skipped"] = "the reference itself gives NaN/Inf on this variant"
+            entry["output_nbytes"] = out.numel() * out.element_size()
+            max_bytes = max(max_bytes, nbytes(values) + entry["output_nbytes"])
+            self.specs.append(entry)
+            pub = {"name": entry["name"], "index": k, "output_nbytes": entry["output_nbytes"]}
+            if "skipped" in entry:
+                pub["skipped"] = entry["skipped"]
+            public.append(pub)
+            del values, out
+        usable = [e["index"] for e in self.specs if "skipped" not in e]
+        pool = [k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1]
+        self.pool = pool
+        self.audits = [int(c) for c in timing_cfg.get("audit_calls", [])]
+        out_max = max((e["output_nbytes"] for e in self.specs), default=0)
+        if self.device.type == "cuda" and len(self.audits) > 1 and \
+                3 * out_max > AUDIT_MEMORY_SHARE * torch.cuda.get_device_properties(self.device).total_memory:
+            self.audits = self.audits[:1]  # the candidate keeps each audited output until its loop ends
+        timing_cfg["audit_calls"] = self.audits
+        return {"sets": public, "pool": pool, "audits": self.audits, "init_inputs": self.problem.init_inputs,
+                "set_bytes_max": max_bytes}
+
+    def set_values(self, entry):
+        """(inputs, expected) of one set: from the cache, else made now (and cached if it fits)."""
+        key = (self.problem.key, entry["seed"], entry.get("transform"))
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        values, out = self.problem.make_set(entry["seed"], entry.get("transform"))
+        self.cache.put(key, (values, out), nbytes(values) + out.numel() * out.element_size())
+        return values, out
+
+    def time_baseline(self, clock_path):
+        """The reference's timed loop (eager, then torch.compile where it exists) under the GPU lock."""
+        pool = [self.set_values(self.specs[k])[0] for k in self.pool]
+        cfg = dict(self.timing_cfg)
+        cfg["audit_calls"] = []
+        report = {}
+        with GpuLock(self.lock_path), torch.no_grad():
+            if self.problem.compat:
+                report["baseline"] = timing.kernelbench_loop(self.problem.model, pool[0], self.device)
+            else:
+                report["baseline"] = timing.strict_loop(self.problem.model, pool, cfg, self.device,
+                                                        clock_path=clock_path)
+                compiled = compiled_model(self.problem.model, self.device)
+                if compiled is not None:
+                    report["compiled_baseline"] = timing.strict_loop(compiled, pool, cfg, self.device)
+        return report
+
+    # --- the candidate's channel --------------------------------------------------------------
+    def listen(self, path):
+        if os.path.exists(path):
+            os.unlink(path)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener.bind(path)
+        os.chmod(path, 0o666)
+        self.listener.listen(1)
+        threading.Thread(target=self.serve, name=f"channel-{self.id}", daemon=True).start()
+
+    def serve(self):
+        lock = GpuLock(self.lock_path)
+        held_since = None
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            self.done.set()
+            return
+        self.listener.close()
+        shared = {}  # set index -> (exported copies, holders)
+        try:
+            with conn:
+                while True:
+                    try:
+                        msg, fds = wire.recv(conn)
+                    except (OSError, ValueError) as exc:
+                        self.results["protocol_errors"].append(str(exc))
+                        break
+                    if msg is None:
+                        break
+                    op = msg.get("op")
+                    try:
+                        if op == "inputs":
+                            self.send_inputs(conn, msg, shared)
+                        elif op in ("output", "audit"):
+                            self.take_output(op, msg, fds, shared)
+                            fds = []
+                            wire.send(conn, {"ok": True})
+                        elif op == "lock":
+                            self.results["lock_wait_seconds"] += lock.acquire()
+                            held_since = time.monotonic()
+                            wire.send(conn, {"ok": True})
+                        elif op == "unlock":
+                            if held_since is not None:
+                                self.results["lock_seconds"] += time.monotonic() - held_since
+                                held_since = None
+                            lock.release()
+                            wire.send(conn, {"ok": True})
+                        else:
+                            raise ValueError(f"unknown channel op {op!r}")
+                    except (ValueError, KeyError, TypeError, transport.VmmError, OSError) as exc:
+                        self.results["protocol_errors"].append(f"{op}: {exc}")
+                        wire.send(conn, {"ok": False, "error": str(exc)})
+                    finally:
+                        for fd in fds:
+                            os.close(fd)
+        finally:
+            if held_since is not None:
+                self.results["lock_seconds"] += time.monotonic() - held_since
+            lock.release()
+            for k in list(shared):
+                self.check_and_free(k, shared)
+            self.done.set()
+
+    def spec(self, k):
+        if not isinstance(k, int) or not 0 <= k < len(self.specs) or "skipped" in self.specs[k]:
+            raise ValueError(f"no set {k!r}")
+        return self.specs[k]
+
+    def send_inputs(self, conn, msg, shared):
+        k = msg.get("set")
+        entry = self.spec(k)
+        if k in shared:
+            self.check_and_free(k, shared)
+        values, _ = self.set_values(entry)
+        descs, fds, holders, copies = [], [], [], []
+        try:
+            for v in values:
+                if isinstance(v, torch.Tensor):
+                    fd, holder = transport.export(v)
+                    fds.append(fd)
+                    holders.append(holder)
+                    copies.append(holder.tensor(v.dtype, v.shape) if holder is not None else None)
+                    descs.append({"tensor": transport.describe(v)})
+                else:
+                    descs.append({"value": v})
+            wire.send(conn, {"ok": True, "values": descs}, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        shared[k] = (copies, holders, bool(msg.get("writable")))
+
+    def check_and_free(self, k, shared):
+        """After the candidate is done with a set: its shared copies against the pristine set."""
+        copies, holders, timing_copy = shared.pop(k)
+        if any(c is not None for c in copies):
+            # the timed loop's copies too: its harness restores every perturbation it makes
+            values, _ = self.set_values(self.specs[k])
+            tensors = [v for v in values if isinstance(v, torch.Tensor)]
+            if any(c is not None and not compare.identical(c, v) for c, v in zip(copies, tensors)):
+                self.results["flags"].append("inputs_mutated_during_timing" if timing_copy
+                                             else f"inputs_mutated:{self.specs[k]['name']}")
+        del copies
+        for h in holders:
+            if h is not None:
+                h.close()
+
+    def take_output(self, op, msg, fds, shared):
+        desc = msg.get("desc") or {}
+        if op == "output":
+            k = msg.get("set")
+            entry = self.spec(k)
+            slot, key = self.results["sets"], str(k)
+        else:
+            call = msg.get("call")
+            if call not in self.audits or not self.pool:
+                raise ValueError(f"call {call!r} is not audited")
+            entry = self.specs[self.pool[call % len(self.pool)]]
+            slot, key = self.results["audits"], str(call)
+        if key in slot:
+            raise ValueError(f"{op} {key} was already given")
+        if len(fds) != 1:
+            slot[key] = {"arg": "output", "passed": False, "problem": "no output tensor was shared"}
+            return
+        actual, holder = transport.open_shared(fds[0], desc, self.device, "read")
+        try:
+            values, expected = self.set_values(entry)
+            if op == "audit":
+                expected = self.problem.perturbed_output(values, int(self.timing_cfg.get("perturb_seed", 0)), call)
+            slot[key] = compare.described(expected, actual, desc, self.request["tolerance"])
+        finally:
+            del actual
+            if holder is not None:
+                holder.close()
+        if op == "output" and k in shared:
+            self.check_and_free(k, shared)
+
+    def wait_results(self, timeout):
+        if self.listener is not None and not self.done.wait(timeout):
+            self.listener.close()
+            self.results["protocol_errors"].append("the candidate's channel was still open")
+        return self.results
+
+
+def compiled_model(model, device):
+    """The torch.compile baseline: only on a GPU, where torch has it."""
+    if device.type != "cuda" or not hasattr(torch, "compile"):
+        return None
+    try:
+        return torch.compile(model)
+    except Exception:  # noqa: BLE001 - a reference that does not compile simply has no compiled baseline
+        return None

@@ -1,0 +1,105 @@
+"""What the worker keeps between jobs: per problem (reference source, size overrides, precision,
+mode, weight seed) the reference model on the device, and per input set (seed, transform) the
+inputs and the expected output. A job's sets are made one after another (generate, run the
+reference, keep or free), so a problem whose sets do not fit at once is still judged; what is
+kept is evicted least-recently-used when the cache's device bytes pass the worker's budget."""
+import collections
+import hashlib
+import threading
+
+import torch
+
+from kjudge_harness import inputs as kin
+from kjudge_harness import protocol
+from kjudge_harness.module_loader import load_module
+
+
+def json_value(v):
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [json_value(x) for x in v]
+    raise TypeError(f"get_init_inputs() returned a {type(v).__name__}; only numbers, strings and lists are supported")
+
+
+def nbytes(values):
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def finite(t):
+    return bool(torch.isfinite(t).all()) if t.is_floating_point() else True
+
+
+class Problem:
+    def __init__(self, key, path, overrides, precision, mode, weight_seed, device):
+        self.key, self.device = key, device
+        self.dtype = protocol.PRECISIONS[precision]
+        self.compat = mode == "compat"
+        self.module = load_module(path, f"reference_{key[:12]}", overrides)
+        self.init_inputs = json_value(list(self.module.get_init_inputs()))
+        kin.set_seed(int(weight_seed))
+        model = self.module.Model(*self.init_inputs).to(device)
+        self.model = (model.to(self.dtype) if self.dtype != torch.float32 else model).eval()
+        self.lock = threading.Lock()  # one set at a time through the reference (its RNG, its buffers)
+        self.bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
+
+    def make_set(self, seed, transform):
+        """(inputs, expected output): inputs generated on the device under `seed`."""
+        with self.lock, torch.no_grad():
+            values = kin.generate(self.module, int(seed), self.device, on_device=not self.compat)
+            values = kin.cast(kin.transform(values, transform, int(seed)), self.dtype)
+            out = self.model(*values)
+            if type(out) is not torch.Tensor:
+                raise TypeError(f"the reference's forward returned {type(out).__name__}, not one tensor")
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            return values, out
+
+    def perturbed_output(self, values, perturb_seed, call):
+        """The reference on the inputs timed call `call` saw (perturbed in place, then restored)."""
+        with self.lock, torch.no_grad():
+            undo = kin.perturb(values, perturb_seed, call) if perturb_seed else []
+            try:
+                return self.model(*values).clone()
+            finally:
+                kin.restore(undo)
+
+
+def problem_key(request, source):
+    h = hashlib.sha256(source.encode())
+    for k in ("size_overrides", "precision", "mode", "weight_seed", "backend"):
+        h.update(repr((k, request.get(k))).encode())
+    return h.hexdigest()
+
+
+class Cache:
+    """Problems and sets, least-recently-used first out, bounded in device bytes."""
+
+    def __init__(self, budget_bytes):
+        self.budget = budget_bytes
+        self.entries = collections.OrderedDict()  # key -> (object, bytes)
+        self.lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key):
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                self.hits += 1
+                return self.entries[key][0]
+            self.misses += 1
+            return None
+
+    def put(self, key, obj, size):
+        with self.lock:
+            if size > self.budget:
+                return False
+            self.entries[key] = (obj, size)
+            self.entries.move_to_end(key)
+            while sum(b for _, b in self.entries.values()) > self.budget:
+                self.entries.popitem(last=False)
+            return key in self.entries
+
+    def used(self):
+        with self.lock:
+            return sum(b for _, b in self.entries.values())

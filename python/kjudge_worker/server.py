@@ -1,0 +1,134 @@
+"""The worker's control socket: kjudged connects, sends one JSON line, reads one JSON line back.
+Requests: ping, prepare (a job's sets, its baseline when asked, its candidate channel), results
+(what the candidate's channel saw; the job is then forgotten), forget. Each connection is served
+by its own thread, so the jobs of several slots overlap (only timed loops take the GPU lock)."""
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+import torch
+
+from kjudge_harness import node_identity
+
+from . import problems
+from .job import Job, JobError
+
+
+class Worker:
+    def __init__(self, root, device_kind, lock_path, cache_fraction, idle_seconds):
+        self.root = root
+        self.device = torch.device("cuda") if device_kind == "cuda" else torch.device("cpu")
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise RuntimeError("the worker needs a GPU and none is visible in its sandbox")
+            torch.backends.cuda.matmul.allow_tf32 = False  # strict references are exact fp32
+            torch.backends.cudnn.allow_tf32 = False
+            total = torch.cuda.get_device_properties(self.device).total_memory
+        else:
+            total = 8 << 30
+        self.cache = problems.Cache(int(total * cache_fraction))
+        self.lock_path = lock_path if self.device.type == "cuda" else ""
+        self.jobs = {}
+        self.jobs_lock = threading.Lock()
+        self.idle_seconds = idle_seconds
+        self.last_request = time.monotonic()
+        self.identity = node_identity.node_identity(self.device)
+
+    def handle(self, req):
+        op = req.get("op")
+        if op == "ping":
+            return {"ok": True, "device": str(self.device), "cache_bytes": self.cache.used(),
+                    "cache_hits": self.cache.hits, "cache_misses": self.cache.misses, "jobs": len(self.jobs)}
+        if op == "prepare":
+            return self.prepare(req)
+        if op == "results":
+            job = self.pop(req)
+            return {"ok": True, **job.wait_results(float(req.get("timeout", 10)))}
+        if op == "forget":
+            job = self.pop(req)
+            job.wait_results(0)
+            return {"ok": True}
+        raise ValueError(f"unknown op {op!r}")
+
+    def pop(self, req):
+        with self.jobs_lock:
+            job = self.jobs.pop(req.get("job_id"), None)
+        if job is None:
+            raise ValueError(f"no job {req.get('job_id')!r}")
+        return job
+
+    def prepare(self, req):
+        t0 = time.perf_counter()
+        phases = {}
+        path = os.path.join(self.root, req["reference_path"])
+        with open(path) as f:
+            source = f.read()
+        key = problems.problem_key(req, source)
+        problem = self.cache.get(("problem", key))
+        if problem is None:
+            problem = problems.Problem(key, path, req.get("size_overrides"), req.get("precision", "fp32"),
+                                       req.get("mode"), req["weight_seed"], self.device)
+            self.cache.put(("problem", key), problem, problem.bytes)
+        phases["reference_init"] = time.perf_counter() - t0
+        job = Job(req, problem, self.cache, self.device, self.lock_path)
+        report = job.prepare()
+        phases["sets"] = time.perf_counter() - t0 - phases["reference_init"]
+        report.update({"ok": True, "node_identity": self.identity, "torch_version": torch.__version__,
+                       "device_name": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"})
+        cached_on = req.get("baseline_unless_identity") or ""
+        if cached_on and cached_on == self.identity:
+            report["baseline_skipped"] = True
+        elif req.get("time_baseline") and not job.timing_cfg.get("skip"):
+            t1 = time.perf_counter()
+            report.update(job.time_baseline(req.get("clock_path")))
+            phases["baseline"] = time.perf_counter() - t1
+        job.listen(os.path.join(self.root, req["channel_path"]))
+        with self.jobs_lock:
+            self.jobs[job.id] = job
+        report["phase_seconds"] = {k: round(v, 4) for k, v in phases.items()}
+        report["cache"] = {"hits": self.cache.hits, "misses": self.cache.misses, "bytes": self.cache.used()}
+        return report
+
+    def serve_connection(self, conn):
+        with conn:
+            f = conn.makefile("rwb")
+            line = f.readline()
+            if not line:
+                return
+            self.last_request = time.monotonic()
+            try:
+                reply = self.handle(json.loads(line))
+            except JobError as exc:
+                reply = {"ok": False, "error": str(exc), "fault": "reference"}
+            except Exception as exc:  # noqa: BLE001 - the reference's errors go back to the daemon
+                from kjudge_harness import protocol
+                reply = {"ok": False, "error": protocol.error_text(exc), "error_type": type(exc).__name__,
+                         "fault": "reference"}
+            try:
+                f.write(json.dumps(reply).encode() + b"\n")
+                f.flush()
+            except OSError:
+                pass
+            self.last_request = time.monotonic()
+
+    def serve(self):
+        path = os.path.join(self.root, "control.sock")
+        if os.path.exists(path):
+            os.unlink(path)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(64)
+        srv.settimeout(1.0)
+        print(json.dumps({"worker": "ready", "device": str(self.device)}), file=sys.stderr, flush=True)
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                if not self.jobs and time.monotonic() - self.last_request > self.idle_seconds:
+                    return 0  # idle: give the device memory back; kjudged starts a new one when needed
+                continue
+            conn.settimeout(None)
+            threading.Thread(target=self.serve_connection, args=(conn,), daemon=True).start()

@@ -1,0 +1,243 @@
+"""Tensors between the trusted worker and a candidate's process without a host copy or a file.
+
+GPU: a CUDA VMM allocation (cuMemCreate with a POSIX-fd handle) exported as a file descriptor and
+passed over the job's unix socket (SCM_RIGHTS). The importer maps it with the access it asks for:
+the candidate maps the worker's input copies read-only, so a plain write faults
+(CUDA_ERROR_ILLEGAL_ADDRESS); the driver lets an importer raise its own access to read-write
+(bench/results/gpu_worker_probe), so every candidate gets fresh copies and the worker checks them
+against its pristine sets after each call. The worker maps a candidate's outputs read-only.
+CPU: a sealed memfd (no writes, no resizes), mapped copy-on-write by the candidate (its writes
+stay private; the candidate's harness reports them as today) and read-only by the worker."""
+import ctypes
+import fcntl
+import mmap
+import os
+
+import torch
+
+_DTYPES = {
+    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
+    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
+
+
+def dtype_of(name):
+    if name not in _DTYPES:
+        raise ValueError(f"dtype {name!r} is not supported")
+    return _DTYPES[name]
+
+
+def describe(t):
+    return {"dtype": DTYPE_NAMES[t.dtype], "shape": list(t.shape), "nbytes": t.numel() * t.element_size()}
+
+
+# --- CUDA driver VMM, through ctypes (libcuda is in every GPU sandbox) ---------------------------
+
+class _Prop(ctypes.Structure):
+    class _Loc(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+    class _Flags(ctypes.Structure):
+        _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                    ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _Loc),
+                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", _Flags)]
+
+
+class _Access(ctypes.Structure):
+    _fields_ = [("location", _Prop._Loc), ("flags", ctypes.c_int)]
+
+
+_PINNED, _DEVICE, _POSIX_FD = 1, 1, 1
+PROT_READ, PROT_READWRITE = 1, 3
+
+
+class VmmError(RuntimeError):
+    pass
+
+
+class _Driver:
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self.granularity = {}
+
+    def check(self, result, what):
+        if result != 0:
+            name = ctypes.c_char_p()
+            self.lib.cuGetErrorName(result, ctypes.byref(name))
+            raise VmmError(f"{what}: {(name.value or b'?').decode()}")
+
+    def prop(self, device):
+        p = _Prop()
+        p.type, p.requestedHandleTypes = _PINNED, _POSIX_FD
+        p.location.type, p.location.id = _DEVICE, device
+        return p
+
+    def round_up(self, nbytes, device):
+        if device not in self.granularity:
+            g = ctypes.c_size_t()
+            self.check(self.lib.cuMemGetAllocationGranularity(ctypes.byref(g), ctypes.byref(self.prop(device)), 0),
+                       "cuMemGetAllocationGranularity")
+            self.granularity[device] = g.value
+        g = self.granularity[device]
+        return max(g, (nbytes + g - 1) // g * g)
+
+
+_driver = None
+
+
+def driver():
+    global _driver
+    if _driver is None:
+        torch.cuda.init()  # the primary context torch uses is current for the driver calls below
+        _driver = _Driver()
+    return _driver
+
+
+class VmmBuffer:
+    """One mapped VMM allocation. create() makes a new exportable one; open() imports an fd."""
+
+    def __init__(self, handle, ptr, size, device):
+        self.handle, self.ptr, self.size, self.device = handle, ptr, size, device
+
+    @classmethod
+    def create(cls, nbytes, device):
+        d = driver()
+        size = d.round_up(nbytes, device)
+        handle = ctypes.c_ulonglong()
+        d.check(d.lib.cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(d.prop(device)),
+                                  ctypes.c_ulonglong(0)), "cuMemCreate")
+        return cls._mapped(handle, size, device, PROT_READWRITE)
+
+    @classmethod
+    def open(cls, fd, nbytes, device, access):
+        d = driver()
+        size = d.round_up(nbytes, device)
+        handle = ctypes.c_ulonglong()
+        d.check(d.lib.cuMemImportFromShareableHandle(ctypes.byref(handle), ctypes.c_void_p(fd), _POSIX_FD),
+                "cuMemImportFromShareableHandle")
+        return cls._mapped(handle, size, device, access)
+
+    @classmethod
+    def _mapped(cls, handle, size, device, access):
+        d = driver()
+        ptr = ctypes.c_ulonglong()
+        try:
+            d.check(d.lib.cuMemAddressReserve(ctypes.byref(ptr), ctypes.c_size_t(size), ctypes.c_size_t(0),
+                                              ctypes.c_ulonglong(0), ctypes.c_ulonglong(0)), "cuMemAddressReserve")
+            d.check(d.lib.cuMemMap(ptr, ctypes.c_size_t(size), ctypes.c_size_t(0), handle, ctypes.c_ulonglong(0)),
+                    "cuMemMap (is the allocation smaller than its description?)")
+            acc = _Access()
+            acc.location.type, acc.location.id, acc.flags = _DEVICE, device, access
+            d.check(d.lib.cuMemSetAccess(ptr, ctypes.c_size_t(size), ctypes.byref(acc), ctypes.c_size_t(1)),
+                    "cuMemSetAccess")
+        except VmmError:
+            d.lib.cuMemRelease(handle)
+            raise
+        return cls(handle, ptr.value, size, device)
+
+    def export_fd(self):
+        fd = ctypes.c_int(-1)
+        d = driver()
+        d.check(d.lib.cuMemExportToShareableHandle(ctypes.byref(fd), self.handle, _POSIX_FD, ctypes.c_ulonglong(0)),
+                "cuMemExportToShareableHandle")
+        return fd.value
+
+    def tensor(self, dtype, shape):
+        """A tensor over the mapping (no copy); valid while this buffer is open."""
+        numel = 1
+        for s in shape:
+            numel *= s
+        iface = {"shape": (numel,), "typestr": "|u1", "data": (self.ptr, False), "version": 3, "strides": None}
+        holder = type("VmmView", (), {"__cuda_array_interface__": {**iface, "shape": (self.size,)}})()
+        raw = torch.as_tensor(holder, device=f"cuda:{self.device}")
+        esize = torch.empty((), dtype=dtype).element_size()
+        return raw[: numel * esize].view(dtype).view(shape)
+
+    def close(self):
+        if self.handle is None:
+            return
+        d = driver()
+        torch.cuda.synchronize(self.device)
+        d.lib.cuMemUnmap(ctypes.c_ulonglong(self.ptr), ctypes.c_size_t(self.size))
+        d.lib.cuMemAddressFree(ctypes.c_ulonglong(self.ptr), ctypes.c_size_t(self.size))
+        d.lib.cuMemRelease(self.handle)
+        self.handle = None
+
+
+# --- host: sealed memfd -------------------------------------------------------------------------
+
+class HostBuffer:
+    def __init__(self, mm, size):
+        self.mm, self.size = mm, size
+
+    @staticmethod
+    def create_fd(t):
+        """A sealed memfd holding t's bytes."""
+        data = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+        fd = os.memfd_create("kjudge-tensor", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.write(fd, memoryview(data)) if data.nbytes else None
+            written = data.nbytes
+            while written < data.nbytes:  # pragma: no cover - os.write of a large buffer may be partial
+                written += os.write(fd, memoryview(data)[written:])
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW |
+                        fcntl.F_SEAL_SEAL)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
+    @classmethod
+    def open(cls, fd, nbytes, private):
+        size = os.fstat(fd).st_size
+        if size < nbytes:
+            raise ValueError(f"the shared buffer has {size} bytes, its description says {nbytes}")
+        if nbytes == 0:
+            return cls(None, 0)
+        prot = mmap.PROT_READ | mmap.PROT_WRITE if private else mmap.PROT_READ
+        flags = mmap.MAP_PRIVATE if private else mmap.MAP_SHARED
+        return cls(mmap.mmap(fd, nbytes, flags=flags, prot=prot), nbytes)
+
+    def tensor(self, dtype, shape):
+        if self.mm is None:
+            return torch.empty(shape, dtype=dtype)
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # frombuffer warns on a read-only buffer; the worker never writes it
+            return torch.frombuffer(self.mm, dtype=dtype).view(shape)
+
+    def close(self):
+        self.mm = None  # the mapping goes with its last tensor
+
+
+def export(t):
+    """(fd, holder) for a fresh shared copy of t; holder must stay open until the peer is done."""
+    if t.device.type == "cuda":
+        nbytes = t.numel() * t.element_size()
+        buf = VmmBuffer.create(nbytes, t.device.index or 0)
+        buf.tensor(t.dtype, t.shape).copy_(t)
+        torch.cuda.synchronize(t.device)  # the peer reads it as soon as it has the fd
+        return buf.export_fd(), buf
+    return HostBuffer.create_fd(t), None
+
+
+def open_shared(fd, desc, device, mode):
+    """The peer's tensor behind fd (closes fd). mode: "read" (the worker reading a candidate's
+    output: read-only), "input" (a candidate's correctness inputs: read-only on the GPU,
+    copy-on-write on the host), "own" (a candidate's timing copies: its own, writable)."""
+    dtype, shape = dtype_of(desc["dtype"]), [int(s) for s in desc["shape"]]
+    nbytes = torch.empty((), dtype=dtype).element_size()
+    for s in shape:
+        nbytes *= s
+    try:
+        if device.type == "cuda":
+            buf = VmmBuffer.open(fd, nbytes, device.index or 0, PROT_READWRITE if mode == "own" else PROT_READ)
+        else:
+            buf = HostBuffer.open(fd, nbytes, private=mode != "read")
+    finally:
+        os.close(fd)
+    return buf.tensor(dtype, shape), buf

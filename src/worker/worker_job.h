@@ -1,0 +1,45 @@
+// One job in its tenant's trusted worker: the files it needs in the worker's directory (the
+// reference source, the directory of the candidate's channel socket, the clock FIFO of the
+// reference's timed loop) and its two requests, `prepare` before the candidate runs and
+// `results` after. The destructor forgets the job in the worker and removes its files.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "worker/trusted_worker.h"
+
+namespace kj {
+
+class WorkerJob {
+ public:
+  WorkerJob(std::shared_ptr<TrustedWorker> worker, std::string job_id, const std::string& reference_py,
+            uid_t uid, gid_t gid);
+  ~WorkerJob();
+  WorkerJob(const WorkerJob&) = delete;
+  WorkerJob& operator=(const WorkerJob&) = delete;
+
+  // The host dir holding the channel socket: bound at /chan in the candidate's sandbox.
+  std::filesystem::path channel_dir() const { return worker_->dir() / channel_rel_; }
+  static constexpr const char* kChannelInCandidate = "/chan/sock";
+  // The FIFO the worker's baseline loop marks (host path, for the daemon's ClockReader).
+  std::filesystem::path clock_fifo() const { return worker_->dir() / clock_rel_; }
+
+  // `req` gets op, job_id and the paths added. nullopt: the worker failed (`why`).
+  std::optional<nlohmann::json> prepare(nlohmann::json req, std::chrono::milliseconds timeout, std::string& why);
+  std::optional<nlohmann::json> results(std::chrono::milliseconds timeout, std::string& why);
+  TrustedWorker& worker() { return *worker_; }
+
+ private:
+  std::shared_ptr<TrustedWorker> worker_;
+  std::string id_;
+  std::string reference_rel_, channel_rel_, clock_rel_;
+  bool open_in_worker_ = false;
+};
+
+}  // namespace kj

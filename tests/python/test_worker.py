@@ -1,0 +1,150 @@
+"""The trusted worker (python/kjudge_worker) on its own, on the CPU, as real processes: a worker
+serving its control socket, a candidate's channel client in this process. kjudged's side of the
+same protocol runs in the end-to-end KernelBench tests; the GPU transport (VMM) on the GPU node
+(bench/gpu_worker)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+from kjudge_harness.channel import Channel, ChannelError  # noqa: E402
+from kjudge_worker import compare  # noqa: E402
+
+RELU = ROOT / "tests/kernelbench/tasks/activation_relu/reference.py"
+TOL = {"atol": 1e-4, "rtol": 1e-4, "scale_aware": True, "nan_equal": True}
+
+
+@pytest.fixture
+def worker():
+    root = tempfile.mkdtemp(prefix="kjw.")
+    os.makedirs(os.path.join(root, "chan", "j1"))
+    os.makedirs(os.path.join(root, "refs"))
+    proc = subprocess.Popen([sys.executable, "-m", "kjudge_worker", root, "cpu", "", "0.3", "30"],
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "python")}, stderr=subprocess.PIPE)
+    sock = os.path.join(root, "control.sock")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(sock):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the worker did not start"
+        time.sleep(0.05)
+    yield root
+    proc.kill()
+    proc.wait()
+
+
+def ask(root, req):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(os.path.join(root, "control.sock"))
+        s.sendall(json.dumps(req).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            assert chunk, "the worker closed the connection"
+            data += chunk
+    return json.loads(data)
+
+
+def prepare(root, job_id="j1", ref=RELU, sets=None, **extra):
+    Path(root, "refs", f"{job_id}.py").write_text(Path(ref).read_text())
+    os.makedirs(os.path.join(root, "chan", job_id), exist_ok=True)
+    req = {"op": "prepare", "job_id": job_id, "reference_path": f"refs/{job_id}.py", "channel_path": f"chan/{job_id}/sock",
+           "backend": "cpu", "precision": "fp32", "mode": "strict", "size_overrides": {}, "weight_seed": 7,
+           "sets": sets or [{"name": "declared", "seed": 11}, {"name": "signed", "seed": 12, "transform": "signflip"}],
+           "timing": {"skip": True}, "tolerance": TOL, "time_baseline": False, **extra}
+    return ask(root, req)
+
+
+def test_a_correct_candidate_passes_and_a_wrong_one_fails_without_seeing_expected_values(worker):
+    rep = prepare(worker)
+    assert rep["ok"], rep
+    assert [s["name"] for s in rep["sets"]] == ["declared", "signed"]
+    chan = Channel(os.path.join(worker, "chan/j1/sock"), torch.device("cpu"))
+    x = chan.inputs(0)[0]
+    chan.send_output("output", 0, torch.relu(x), {"type": "torch.Tensor", "dtype": "float32", "shape": list(x.shape)})
+    y = chan.inputs(1)[0]
+    wrong = torch.relu(y) + 1
+    # the reply says "received", nothing about the comparison
+    reply, _ = chan.call({"op": "output", "set": 1, "desc": {"dtype": "float32", "shape": list(y.shape)}})
+    assert reply == {"ok": True}
+    chan.close()
+    del wrong
+    res = ask(worker, {"op": "results", "job_id": "j1"})
+    assert res["sets"]["0"]["passed"] is True and res["sets"]["0"]["mismatches"] == 0
+    assert res["sets"]["1"]["passed"] is False and "no output tensor" in res["sets"]["1"]["problem"]
+
+
+def test_outputs_are_compared_once_and_unknown_sets_are_refused(worker):
+    assert prepare(worker)["ok"]
+    chan = Channel(os.path.join(worker, "chan/j1/sock"), torch.device("cpu"))
+    x = chan.inputs(0)[0]
+    desc = {"dtype": "float32", "shape": list(x.shape)}
+    chan.send_output("output", 0, torch.relu(x) * 2 + 1, desc)
+    with pytest.raises(ChannelError, match="already given"):
+        chan.send_output("output", 0, torch.relu(x), desc)  # a second try does not replace the first
+    with pytest.raises(ChannelError, match="no set"):
+        chan.inputs(7)
+    with pytest.raises(ChannelError, match="not audited"):
+        chan.send_output("audit", 3, torch.relu(x), desc)
+    chan.close()
+    res = ask(worker, {"op": "results", "job_id": "j1"})
+    assert res["sets"]["0"]["passed"] is False and res["sets"]["0"]["mismatches"] > 0
+
+
+def test_host_inputs_are_sealed_a_candidates_writes_stay_its_own(worker):
+    assert prepare(worker)["ok"]
+    chan = Channel(os.path.join(worker, "chan/j1/sock"), torch.device("cpu"))
+    x = chan.inputs(0)[0]
+    first = x.clone()
+    x.fill_(0)  # copy-on-write pages: this process's copy only
+    again = chan.inputs(0)[0]
+    assert torch.equal(again, first)
+    chan.close()
+
+
+def test_a_reference_that_fails_is_reported_as_the_references_fault(worker):
+    bad = Path(worker, "bad_ref.py")
+    bad.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        raise ValueError('boom')\n"
+                   "def get_inputs():\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n")
+    rep = prepare(worker, job_id="j2", ref=bad)
+    assert not rep["ok"] and rep["fault"] == "reference" and "boom" in rep["error"]
+
+
+def test_sets_are_cached_per_seed_and_shared_by_a_group(worker):
+    assert prepare(worker, job_id="a")["ok"]
+    ask(worker, {"op": "forget", "job_id": "a"})
+    before = ask(worker, {"op": "ping"})
+    assert prepare(worker, job_id="b")["ok"]  # same problem, same seeds: nothing made again
+    after = ask(worker, {"op": "ping"})
+    assert after["cache_misses"] == before["cache_misses"]
+    assert after["cache_hits"] > before["cache_hits"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32])
+def test_device_comparator_matches_the_daemons_rules(dtype):
+    e = torch.tensor([0.0, 1.0, -2.0, float("nan"), float("inf"), 3.0, 100.0]).to(dtype)
+    a = e.clone()
+    assert compare.compare(e, a, 1e-4, 1e-4)["passed"] is (not e.is_floating_point() or True)
+    if e.is_floating_point():
+        a[3] = 0.0  # a number where NaN was expected
+        a[5] = 3.5
+        r = compare.compare(e, a, 1e-4, 1e-4)
+        assert r["mismatches"] == 2 and r["first_mismatch_index"] == 3
+        b = e.clone()
+        b[0] = float("nan")  # NaN where a number was expected: counted apart
+        r = compare.compare(e, b, 1e-4, 1e-4)
+        assert "NaN where a number" in r["problem"] and r["mismatches"] == 1
+        # allclose semantics (compat): NaN never equals NaN
+        assert compare.compare(e, e.clone(), 1e-4, 1e-4, scale_aware=False, nan_equal=False)["mismatches"] == 1
+    # scale-aware floor: atol scales with max |expected| (100 here)
+    f = torch.tensor([100.0, 0.0])
+    assert compare.compare(f, torch.tensor([100.0, 0.009]), 1e-4, 1e-4)["passed"]
+    assert not compare.compare(f, torch.tensor([100.0, 0.009]), 1e-4, 1e-4, scale_aware=False)["passed"]
