@@ -58,6 +58,8 @@ class Channel:
         if out is None:
             self.call(msg)
             return
+        if out.device != self.device and not (out.device.type == self.device.type == "cuda"):
+            out = out.to(self.device)  # an output on another device is compared as its values
         fd, holder = transport.export(out)
         try:
             self.call(msg, [fd])

@@ -62,6 +62,8 @@ class Job:
             pub = {"name": entry["name"], "index": k, "output_nbytes": entry["output_nbytes"]}
             if "skipped" in entry:
                 pub["skipped"] = entry["skipped"]
+            if entry["timing_only"]:
+                pub["timing_only"] = True  # compat: timed, never compared (as KernelBench)
             public.append(pub)
             del values, out
         usable = [e["index"] for e in self.specs if "skipped" not in e]
@@ -88,7 +90,8 @@ class Job:
 
     def time_baseline(self, clock_path):
         """The reference's timed loop (eager, then torch.compile where it exists) under the GPU lock."""
-        pool = [self.set_values(self.specs[k])[0] for k in self.pool]
+        # copies: the loop perturbs its inputs, and the cached sets are shared with other jobs
+        pool = [private_copy(self.set_values(self.specs[k])[0]) for k in self.pool]
         cfg = dict(self.timing_cfg)
         cfg["audit_calls"] = []
         report = {}
@@ -245,6 +248,10 @@ class Job:
             self.listener.close()
             self.results["protocol_errors"].append("the candidate's channel was still open")
         return self.results
+
+
+def private_copy(values):
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def compiled_model(model, device):

@@ -29,6 +29,8 @@ class Worker:
             total = torch.cuda.get_device_properties(self.device).total_memory
         else:
             total = 8 << 30
+        self.total_bytes = total
+        self.making_sets = threading.Lock()  # one job's sets at a time: their transients stay bounded
         self.cache = problems.Cache(int(total * cache_fraction))
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.jobs = {}
@@ -74,7 +76,9 @@ class Worker:
             self.cache.put(("problem", key), problem, problem.bytes)
         phases["reference_init"] = time.perf_counter() - t0
         job = Job(req, problem, self.cache, self.device, self.lock_path)
-        report = job.prepare()
+        with self.making_sets:
+            report = job.prepare()
+        report["device_total_bytes"] = self.total_bytes if self.device.type == "cuda" else 0
         phases["sets"] = time.perf_counter() - t0 - phases["reference_init"]
         report.update({"ok": True, "node_identity": self.identity, "torch_version": torch.__version__,
                        "device_name": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"})
@@ -103,6 +107,9 @@ class Worker:
                 reply = self.handle(json.loads(line))
             except JobError as exc:
                 reply = {"ok": False, "error": str(exc), "fault": "reference"}
+            except torch.cuda.OutOfMemoryError as exc:  # other jobs' memory at this moment: kjudged retries
+                torch.cuda.empty_cache()
+                reply = {"ok": False, "error": str(exc)[:2000], "fault": "resources"}
             except Exception as exc:  # noqa: BLE001 - the reference's errors go back to the daemon
                 from kjudge_harness import protocol
                 reply = {"ok": False, "error": protocol.error_text(exc), "error_type": type(exc).__name__,

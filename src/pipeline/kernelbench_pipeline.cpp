@@ -25,6 +25,7 @@
 #include "pipeline/sha256.h"
 #include "pipeline/stats.h"
 #include "pipeline/workspace.h"
+#include "worker/device_budget.h"
 #include "worker/worker_job.h"
 #include "worker/worker_pool.h"
 
@@ -36,6 +37,11 @@ using nlohmann::json;
 namespace {
 
 constexpr unsigned kDefaultWarmup = 3, kDefaultMaxTrials = 100, kDefaultMinTrials = 10, kAudits = 3;
+// A candidate's device memory, in sets (inputs + output): its shared input copies, its output and
+// the copy it hands back, its timing pool; candidates together get this share of the device (the
+// rest is the worker's cache, the contexts and torch's allocator slack).
+constexpr std::uint64_t kCandidateSetCopies = 4;
+constexpr double kCandidateDeviceShare = 0.6;
 
 const char* backend_name(v1::Backend b) {
   switch (b) {
@@ -344,6 +350,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   if (!prepared->value("ok", false)) {
     detail = prepared->value("error", "");
     if (detail.find("needs a GPU") != std::string::npos) return fail({v1::INFRA_ERROR, "no GPU visible to the trusted worker"});
+    if (prepared->value("fault", "") == "resources")  // the node's memory at that moment, not the job's fault: retried
+      return fail({v1::INFRA_ERROR, "the trusted worker ran out of device memory making the sets: " + last_line(detail)});
     return fail({v1::INVALID_JOB, "the reference failed: " + last_line(detail)});
   }
   json& orep = *prepared;
@@ -394,6 +402,13 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                {"channel_path", WorkerJob::kChannelInCandidate},
                {"timing", timing},
                {"clock_path", "/job/clock"}};
+  // Device memory: the candidate's copies of a set, its output and its timing pool, admitted
+  // beside the other running candidates (waiting here is the node's time, not the candidate's).
+  double admission_wait = 0;
+  const auto device_hold = device_budget().acquire(
+      kCandidateSetCopies * orep.value("set_bytes_max", std::uint64_t{0}),
+      static_cast<std::uint64_t>(kCandidateDeviceShare * orep.value("device_total_bytes", 0.0)), &admission_wait);
+  (*r.mutable_phase_seconds())["device_memory_wait"] = admission_wait;
   std::vector<ClockMark> marks;
   HarnessStep cand;
   {

@@ -97,6 +97,7 @@ void TrustedWorker::supervise(const Config& cfg, bool gpu) {
   std::string lock_arg;
   if (gpu) {
     const fs::path lock = gpu_lock_file(cfg);
+    fs::create_directories(lock.parent_path());
     std::ofstream(lock, std::ios::app).close();  // exists, and openable by the sandbox's user
     fs::permissions(lock, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                               fs::perms::group_write | fs::perms::others_read | fs::perms::others_write);

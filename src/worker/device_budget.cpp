@@ -1,0 +1,35 @@
+#include "worker/device_budget.h"
+
+#include <chrono>
+
+namespace kj {
+
+DeviceBudget::Hold::~Hold() {
+  if (!budget_) return;
+  {
+    std::lock_guard lock(budget_->mu_);
+    budget_->held_ -= bytes_;
+  }
+  budget_->cv_.notify_all();
+}
+
+DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return held_ == 0 || held_ + bytes <= capacity; });
+  held_ += bytes;
+  if (waited) *waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Hold(this, bytes);
+}
+
+std::uint64_t DeviceBudget::held() const {
+  std::lock_guard lock(mu_);
+  return held_;
+}
+
+DeviceBudget& device_budget() {
+  static DeviceBudget b;
+  return b;
+}
+
+}  // namespace kj
