@@ -66,6 +66,21 @@ def main(w):
     for row in peer:
         print(json.dumps(row)[:300])
     print(f"peer total: {walls.get('peer_total', 0):.1f} s")
+    if "makespan_start" in marks:
+        mk = marks["makespan_end"] - marks["makespan_start"]
+        u, n = utilisation(w, marks["makespan_start"], marks["makespan_end"])
+        print(f"## 32 distinct candidates of one problem, builds cached: kjudge makespan {mk:.1f} s, "
+              f"GPU utilisation {u:.1f}% ({n} samples)")
+        if "peer_makespan_start" in marks:
+            pk = marks["peer_makespan_end"] - marks["peer_makespan_start"]
+            u2, n2 = utilisation(w, marks["peer_makespan_start"], marks["peer_makespan_end"])
+            print(f"   KernelBench one after another: {pk:.1f} s, GPU utilisation {u2:.1f}% ({n2} samples); "
+                  f"ratio kjudge/KernelBench {mk / pk:.2f}")
+        verdicts = {}
+        for k, r in results.items():
+            if k.startswith("mk-") and not k.startswith("mk-build"):
+                verdicts[r.get("status")] = verdicts.get(r.get("status"), 0) + 1
+        print(f"   kjudge verdicts: {verdicts}")
     if "kjudge_start" in marks:
         u, n = utilisation(w, marks["kjudge_start"], marks.get("kjudge_end", 1e18))
         print(f"GPU utilisation, kjudge window: {u:.1f}% mean over {n} samples")

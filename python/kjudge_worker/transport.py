@@ -106,6 +106,7 @@ class VmmBuffer:
     @classmethod
     def create(cls, nbytes, device):
         d = driver()
+        torch.cuda.set_device(device)  # the driver calls below need torch's context current in this thread
         size = d.round_up(nbytes, device)
         handle = ctypes.c_ulonglong()
         d.check(d.lib.cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(d.prop(device)),
@@ -115,6 +116,7 @@ class VmmBuffer:
     @classmethod
     def open(cls, fd, nbytes, device, access):
         d = driver()
+        torch.cuda.set_device(device)
         size = d.round_up(nbytes, device)
         handle = ctypes.c_ulonglong()
         d.check(d.lib.cuMemImportFromShareableHandle(ctypes.byref(handle), ctypes.c_void_p(fd), _POSIX_FD),
@@ -161,6 +163,7 @@ class VmmBuffer:
         if self.handle is None:
             return
         d = driver()
+        torch.cuda.set_device(self.device)
         torch.cuda.synchronize(self.device)
         d.lib.cuMemUnmap(ctypes.c_ulonglong(self.ptr), ctypes.c_size_t(self.size))
         d.lib.cuMemAddressFree(ctypes.c_ulonglong(self.ptr), ctypes.c_size_t(self.size))

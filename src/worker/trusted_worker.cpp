@@ -78,6 +78,8 @@ TrustedWorker::~TrustedWorker() {
   kill();
   if (thread_.joinable()) thread_.join();
   ::close(cancel_fd_);
+  std::error_code ec;
+  fs::remove_all(dir_, ec);  // its sockets, references and FIFOs: nothing outlives the worker
 }
 
 void TrustedWorker::kill() {

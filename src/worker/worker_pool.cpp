@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -24,8 +27,11 @@ Pool& pool() {
   return p;
 }
 
+// One per worker instance: parallel `kjudge eval`s may share a state dir, and a replaced worker
+// removes its own dir when it goes.
 fs::path worker_dir(const Config& cfg, const std::string& key) {
-  const fs::path dir = cfg.state_dir / "workers" / key;
+  static std::atomic<unsigned> made{0};
+  const fs::path dir = cfg.state_dir / "workers" / fmt::format("{}.{}.{}", key, ::getpid(), made++);
   fs::create_directories(dir);
   ::chmod(dir.parent_path().c_str(), 0711);
   ::chmod(dir.c_str(), 0700);
