@@ -333,18 +333,22 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   std::optional<json> prepared;
   std::vector<ClockMark> oracle_marks;
   std::string why;
+  const auto budget = std::chrono::milliseconds(cfg.kernelbench.reference_wall_ms);
+  const auto asked = std::chrono::steady_clock::now();
   {
     ClockReader reader(wjob.clock_fifo());
-    prepared = wjob.prepare(prep_req, std::chrono::milliseconds(cfg.kernelbench.reference_wall_ms), why);
+    prepared = wjob.prepare(prep_req, budget, why);
     oracle_marks = reader.finish();
   }
   if (!prepared) {
-    if (wjob.worker().alive()) {  // the reference never returned: it holds the worker, which goes
+    detail = why;
+    if (std::chrono::steady_clock::now() - asked >= budget) {  // it never returned: it holds the worker, which goes
       wjob.worker().kill();
       return fail({v1::INVALID_JOB, fmt::format("the reference did not finish within its own budget of {} ms",
                                                 cfg.kernelbench.reference_wall_ms)});
     }
-    detail = why;
+    // The worker went away under it (the tenant's worker serves several jobs, so the cause may
+    // be another's): ours to retry, never the candidate's.
     return fail({v1::INFRA_ERROR, "trusted worker: " + why});
   }
   if (!prepared->value("ok", false)) {

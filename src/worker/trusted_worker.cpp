@@ -133,8 +133,12 @@ std::optional<json> TrustedWorker::request(const json& req, std::chrono::millise
   if (send_all(fd, req.dump() + "\n")) line = read_line(fd, deadline);
   ::close(fd);
   if (!line) {
-    if (why) *why = alive_ ? fmt::format("no answer from the trusted worker within {} ms", timeout.count())
-                           : "the trusted worker exited: " + exit_detail_;
+    const bool timed_out = Clock::now() >= deadline;
+    for (int i = 0; i < 40 && alive_ && !timed_out; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (why)
+      *why = !alive_ ? "the trusted worker exited: " + exit_detail_
+                     : timed_out ? fmt::format("no answer from the trusted worker within {} ms", timeout.count())
+                                 : "the trusted worker closed the connection without an answer";
     return std::nullopt;
   }
   auto parsed = json::parse(*line, nullptr, false);
