@@ -17,6 +17,7 @@ from kjudge.v1 import job_pb2
 
 ROOT = Path(__file__).resolve().parents[3]
 NOW = 1_764_000_000
+LAST_VALID_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z, the end of protobuf's Timestamp range
 
 
 def envelope(job, n):
@@ -78,12 +79,25 @@ def trivial_jobs():
     yield switches
 
 
+def edge_timestamps(jobs):
+    """A client's far-future but valid timestamps: the last second protobuf accepts (small jobs, so
+    the fuzzer's mutations land on the timestamps often)."""
+    for job in [j for j in jobs if j.HasField("trivial")][:2]:
+        edge = job_pb2.Job()
+        edge.CopyFrom(job)
+        edge.submitted_at.seconds, edge.submitted_at.nanos = LAST_VALID_SECOND, 999_999_999
+        edge.deadline.seconds = LAST_VALID_SECOND
+        yield edge
+
+
 def main(out):
     out.mkdir(parents=True, exist_ok=True)
     jobs = [*native_jobs(ROOT / "examples/native/examples.json"), *native_jobs(ROOT / "examples/native/cuda/cuda.json"),
             *kernelbench_jobs(), *trivial_jobs()]
+    jobs = [envelope(job, n) for n, job in enumerate(jobs)]
+    jobs += list(edge_timestamps(jobs))
     for n, job in enumerate(jobs):
-        (out / f"seed-{n:03d}").write_bytes(envelope(job, n).SerializeToString())
+        (out / f"seed-{n:03d}").write_bytes(job.SerializeToString())
     print(f"{len(jobs)} seed jobs in {out}")
 
 
