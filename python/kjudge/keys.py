@@ -73,6 +73,11 @@ def queued(partition: int, tenant: str) -> str:
     return _prefix(partition) + "queued:" + tenant
 
 
+def config(partition: int) -> str:
+    """Hash of partition settings kjudged publishes: max_job_bytes (kj_submit's payload limit)."""
+    return _prefix(partition) + "config"
+
+
 def quotas(partition: int) -> str:
     """Hash tenant (or ``*``) -> max jobs waiting for a result."""
     return _prefix(partition) + "quotas"

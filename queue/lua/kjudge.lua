@@ -15,6 +15,8 @@ local GROUP = 'kjudged'                  -- the consumer group of every jobs str
 local MARKER_TTL_S = 7 * 24 * 3600        -- how long a job id stays deduplicated (and batch counters live)
 local DONE_MAXLEN = '100000'              -- completion events are notifications; results live in their own keys
 local DEAD_MAXLEN = '100000'              -- dead letters kept for inspection
+local DEAD_PAYLOAD_MAX = 64 * 1024        -- bytes of a dead letter's job payload kept; longer ones are cut
+local DEFAULT_MAX_JOB_BYTES = 8 * 1024 * 1024  -- kj_submit's limit until a daemon publishes its own
 
 local function check(ok, message)
   if not ok then error(redis.error_reply('ERR kjudge: ' .. message)) end
@@ -33,6 +35,21 @@ local function valid_entry_id(s)
 end
 
 local function present(key) return key ~= nil and key ~= '' end
+
+-- Tenant users may FCALL any function (an ACL cannot name functions), and a function's commands run
+-- under the caller's ACL: the functions that only kjudged and operators call refuse a caller that
+-- cannot XACK (tenant users cannot) before their first write, so nothing is half done.
+local function daemon_only(key, name)
+  check(redis.acl_check_cmd('XACK', key, GROUP, '0-1'), name .. ' is for kjudged and operators, not tenant users')
+end
+
+-- The partition's config hash (kj:{pN}:config, written by kjudged at start): kj_submit's payload limit.
+local function max_job_bytes(stream_key)
+  local tag = string.match(stream_key, '^kj:({p%d+}):')
+  check(tag ~= nil, 'jobs stream name must start with kj:{pN}:')
+  local v = tonumber(redis.call('HGET', 'kj:' .. tag .. ':config', 'max_job_bytes') or '')
+  return v or DEFAULT_MAX_JOB_BYTES
+end
 
 -- XGROUP CREATE ... MKSTREAM, tolerating an existing group.
 local function ensure_group(stream)
@@ -58,7 +75,8 @@ end
 --   KEYS: jobs-stream job-marker tenants-set                 ARGV: job_id payload tenant
 --   KEYS: jobs-stream job-marker queued-counter [batch-hash]  ARGV: job_id payload tenant tenants-set quotas-hash
 --                                                                   [batch_id [batch_size]]
--- -> {entry_id, duplicate (0|1)}. Idempotent by job id for MARKER_TTL_S.
+-- -> {entry_id, duplicate (0|1)}. Idempotent by job id for MARKER_TTL_S. A payload over the partition's
+-- max_job_bytes (kj:{pN}:config, set by kjudged; 8 MiB until one has) is refused.
 -- In the second form the shared keys (tenant set, quotas) are named in ARGV, not KEYS: FCALL
 -- needs read-write access to every key in KEYS, and a tenant's ACL user may only read those two.
 -- They carry the same {pN} hash tag, so they live in the same cluster slot.
@@ -79,6 +97,9 @@ local function kj_submit(keys, args)
   check(batch == '' or valid_job_id(batch), 'invalid batch id (want [A-Za-z0-9._:-]{1,128})')
   check(batch == '' or present(batch_key), 'a batch id needs the batch key')
   check(batch_size ~= nil and batch_size >= 0, 'invalid batch size')
+  local limit = max_job_bytes(keys[1])
+  check(#payload >= 1 and #payload <= limit, 'job payload is ' .. #payload .. ' bytes, over the ' .. limit ..
+        ' byte limit (kjudged [limits] max_job_bytes)')
   if not legacy then
     local tag = string.match(keys[1], '^kj:({p%d+}):')
     check(tag ~= nil and tenants_key == 'kj:' .. tag .. ':tenants' and quotas_key == 'kj:' .. tag .. ':quotas',
@@ -117,6 +138,22 @@ local function kj_submit(keys, args)
   return {entry_id, 0}
 end
 
+-- A dead letter keeps at most DEAD_PAYLOAD_MAX bytes of the job; a longer one keeps its start, with
+-- truncated=1 and job_bytes (its size): it is for inspection only, kj_dead_retry refuses it.
+local function add_dead_letter(stream, job_id, entry_id, reason, batch, payload)
+  local fields = {'id', job_id, 'entry', entry_id, 'reason', reason, 'batch', batch}
+  if #payload > DEAD_PAYLOAD_MAX then
+    table.insert(fields, 'truncated')
+    table.insert(fields, '1')
+    table.insert(fields, 'job_bytes')
+    table.insert(fields, tostring(#payload))
+    payload = string.sub(payload, 1, DEAD_PAYLOAD_MAX)
+  end
+  table.insert(fields, 'job')
+  table.insert(fields, payload)
+  redis.call('XADD', stream, 'MAXLEN', '~', DEAD_MAXLEN, '*', unpack(fields))
+end
+
 -- kj_complete  KEYS: result done-stream jobs-stream [queued-counter batch-hash dead-stream]
 --              ARGV: entry_id job_id result verdict ttl_s [batch_id dead_reason dead_payload]
 -- -> 1 when this call stored the result, 0 when one existed already (first wins). Always acks.
@@ -131,6 +168,7 @@ local function kj_complete(keys, args)
   check(ttl ~= nil and ttl >= 1 and ttl == math.floor(ttl), 'invalid result ttl')
   check(batch == '' or present(keys[5]), 'a batch id needs the batch key')
   check(dead_reason == '' or present(keys[6]), 'a dead letter needs the dead-letter stream key')
+  daemon_only(keys[3], 'kj_complete')
 
   local stored = redis.call('SET', keys[1], result, 'NX', 'EX', ttl) ~= false
   if stored then
@@ -148,10 +186,7 @@ local function kj_complete(keys, args)
                    'completed', tostring(completed))
       end
     end
-    if dead_reason ~= '' then
-      redis.call('XADD', keys[6], 'MAXLEN', '~', DEAD_MAXLEN, '*', 'id', job_id, 'entry', entry_id,
-                 'reason', dead_reason, 'batch', batch, 'job', dead_payload)
-    end
+    if dead_reason ~= '' then add_dead_letter(keys[6], job_id, entry_id, dead_reason, batch, dead_payload) end
   end
   redis.call('XACK', keys[3], GROUP, entry_id)
   if stored then return 1 end
@@ -165,6 +200,7 @@ end
 -- -> the listed entries that are no longer pending on `consumer` (the lease was lost, or acked).
 local function kj_lease(keys, args)
   check(#keys == 1 and #args >= 3, 'kj_lease needs 1 key and at least 3 arguments')
+  daemon_only(keys[1], 'kj_lease')
   local mode, consumer, lease_ms = args[1], args[2], tonumber(args[3])
   check(mode == 'renew' or mode == 'handback', 'kj_lease mode must be renew or handback')
   check(lease_ms ~= nil and lease_ms >= 1, 'invalid lease')
@@ -194,6 +230,7 @@ end
 -- -> 1 when parked, 0 when a result existed.
 local function kj_retry(keys, args)
   check(#keys == 4 and (#args == 6 or #args == 7), 'kj_retry needs 4 keys and 6 or 7 arguments')
+  daemon_only(keys[1], 'kj_retry')
   local entry_id, job_id, payload, attempt, due, batch = args[1], args[2], args[3], tonumber(args[4]), tonumber(args[5]), args[6]
   local lane = args[7] or '0'
   check(lane == '1' or lane == '0' or lane == '-1', 'invalid lane (want 1, 0 or -1)')
@@ -216,6 +253,7 @@ end
 -- attempt[, batch]); without the lane streams, onto jobs-stream. -> how many moved.
 local function kj_promote(keys, args)
   check((#keys == 3 or #keys == 5) and #args == 2, 'kj_promote needs 3 or 5 keys and 2 arguments')
+  daemon_only(keys[1], 'kj_promote')
   local now, max = tonumber(args[1]), tonumber(args[2])
   check(now ~= nil and max ~= nil and max >= 1, 'invalid arguments')
   local due = redis.call('ZRANGEBYSCORE', keys[3], '-inf', now, 'LIMIT', 0, max)
@@ -251,6 +289,7 @@ end
 -- -> {lane_index, entry, lane_index, entry, ...} with lane_index 1..3 (KEYS order), entry {id, fields}.
 local function kj_fetch(keys, args)
   check(#keys == 4 and (#args == 4 or #args == 7), 'kj_fetch needs 4 keys and 4 or 7 arguments')
+  daemon_only(keys[1], 'kj_fetch')
   local consumer, count, aging, now = args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4])
   check(consumer ~= '' and count ~= nil and count >= 1 and aging ~= nil and aging >= 0 and now ~= nil,
         'invalid arguments')
@@ -310,6 +349,7 @@ end
 -- pending entry, or, with nothing pending, below the group's last delivered entry.
 local function kj_trim(keys, args)
   check(#keys == 1, 'kj_trim needs 1 key')
+  daemon_only(keys[1], 'kj_trim')
   if redis.call('EXISTS', keys[1]) == 0 then return 0 end
   local last = last_delivered(keys[1])
   if last == nil or last == '0-0' then return 0 end
@@ -336,12 +376,15 @@ end
 -- the queued counter and the batch's completed counter undo its completion. -> the new entry id.
 local function kj_dead_retry(keys, args)
   check(#keys == 5 and #args == 1, 'kj_dead_retry needs 5 keys and 1 argument')
+  daemon_only(keys[2], 'kj_dead_retry')
   check(valid_entry_id(args[1]), 'invalid dead-letter entry id')
   local e = redis.call('XRANGE', keys[1], args[1], args[1])
   check(#e == 1, 'no such dead letter')
   local f = {}
   for i = 1, #e[1][2], 2 do f[e[1][2][i]] = e[1][2][i + 1] end
   check(valid_job_id(f['id']) and f['job'] ~= nil, 'dead letter without job id or payload')
+  check(f['truncated'] == nil, 'dead letter keeps only the start of its ' .. (f['job_bytes'] or '?') ..
+        '-byte job: the client must submit it again')
   ensure_group(keys[2])
   local id
   if f['batch'] and f['batch'] ~= '' then

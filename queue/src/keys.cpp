@@ -38,6 +38,7 @@ std::string Keys::node(int partition, const std::string& node) {
 
 std::string Keys::queued(int p, const std::string& tenant) { return prefix(p) + "queued:" + tenant; }
 std::string Keys::quotas(int p) { return prefix(p) + "quotas"; }
+std::string Keys::config(int p) { return prefix(p) + "config"; }
 std::string Keys::batch(int p, const std::string& tenant, const std::string& batch_id) {
   return prefix(p) + "batch:" + tenant + ":" + batch_id;
 }

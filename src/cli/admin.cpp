@@ -11,23 +11,50 @@ namespace kj::cli {
 using kjqueue::Keys;
 using nlohmann::json;
 
+namespace {
+
+// A Redis 7 ACL selector: these commands on these keys only (root permissions are separate).
+std::string selector(const std::vector<std::string>& keys, const std::vector<std::string>& commands) {
+  std::string out = "(";
+  for (const auto& k : keys) out += "~" + k + " ";
+  for (const auto& c : commands) out += "+" + c + " ";
+  out.back() = ')';
+  return out;
+}
+
+}  // namespace
+
+// Redis runs a function's commands under the caller's ACL, so a tenant user holds exactly the
+// (command, key) pairs kj_submit and kj_cancel use, as selectors; whatever it does with them directly
+// stays within its own keys and cannot lower its queued counter (INCR only) or touch a shared key.
+// Everything else it reads. The kjudged-only functions refuse it (daemon_only in kjudge.lua).
 std::vector<std::string> tenant_acl(const std::string& tenant, const std::string& password, int p) {
   if (!kjqueue::valid_tenant(tenant)) throw kjqueue::QueueError("invalid tenant '" + tenant + "'");
   if (password.empty()) throw kjqueue::QueueError("a tenant user needs a password (--password)");
-  const std::string user = "kj-" + tenant;
-  return {"ACL", "SETUSER", user, "reset", "on", ">" + password,
-          // read-only: the shared tenant set and quotas, its own results and completion events
-          "%R~" + Keys::tenants(p), "%R~" + Keys::quotas(p), "%R~" + Keys::result(p, tenant, "*"),
-          "%R~" + Keys::done(p, tenant), "%R~" + Keys::dead(p, tenant),
-          // read-write: its own jobs stream, idempotency markers, counters, batches, cancel markers
-          "~" + Keys::jobs(p, tenant, 1), "~" + Keys::jobs(p, tenant, 0), "~" + Keys::jobs(p, tenant, -1),
-          "~" + Keys::job_marker(p, tenant, "*"), "~" + Keys::queued(p, tenant),
-          "~" + Keys::batch(p, tenant, "*"), "~" + Keys::cancel(p, tenant, "*"), "~" + Keys::batch_cancel(p, tenant, "*"),
-          "resetchannels",
-          // the commands kj_submit/kj_cancel run, and the reads the clients make
-          "+ping", "+hello", "+auth", "+client|setname", "+fcall", "+function|list", "+get", "+mget", "+exists",
-          "+xrevrange", "+xrange", "+xread", "+xlen", "+hgetall", "+hget", "+sismember", "+xadd", "+set", "+incr",
-          "+hincrby", "+hset", "+expire", "+xgroup|create"};
+  const std::vector<std::string> streams = {Keys::jobs(p, tenant, 1), Keys::jobs(p, tenant, 0), Keys::jobs(p, tenant, -1)};
+  const std::vector<std::string> markers = {Keys::job_marker(p, tenant, "*"), Keys::cancel(p, tenant, "*"),
+                                            Keys::batch_cancel(p, tenant, "*")};
+  std::vector<std::string> acl = {"ACL", "SETUSER", "kj-" + tenant, "reset", "on", ">" + password, "resetchannels",
+                                  // connect and read
+                                  "-@all", "+ping", "+hello", "+auth", "+client|setname", "+function|list", "+get",
+                                  "+mget", "+exists", "+xrevrange", "+xrange", "+xread", "+xlen", "+hgetall", "+hget",
+                                  "+sismember"};
+  for (const auto& k : {Keys::tenants(p), Keys::quotas(p), Keys::config(p), Keys::result(p, tenant, "*"),
+                        Keys::done(p, tenant), Keys::dead(p, tenant), streams[0], streams[1], streams[2], markers[0],
+                        markers[1], markers[2], Keys::queued(p, tenant), Keys::batch(p, tenant, "*")})
+    acl.push_back("%R~" + k);
+  // FCALL needs write access to every key in KEYS: those of kj_submit and kj_cancel
+  std::vector<std::string> fcall_keys = streams;
+  fcall_keys.insert(fcall_keys.end(), markers.begin(), markers.end());
+  fcall_keys.push_back(Keys::queued(p, tenant));
+  fcall_keys.push_back(Keys::batch(p, tenant, "*"));
+  acl.push_back(selector(fcall_keys, {"fcall", "fcall_ro"}));
+  // the writes those two functions make, each on its own keys
+  acl.push_back(selector(streams, {"xadd", "xgroup|create"}));
+  acl.push_back(selector(markers, {"set"}));
+  acl.push_back(selector({Keys::queued(p, tenant)}, {"incr"}));
+  acl.push_back(selector({Keys::batch(p, tenant, "*")}, {"hincrby", "hset", "expire"}));
+  return acl;
 }
 
 std::string acl_line(const std::vector<std::string>& argv) {
@@ -176,6 +203,16 @@ int admin_cap(kjqueue::Queue& q, const std::string& tenant, long long max_runnin
   return 0;
 }
 
+// Redis's `default` user is what a connection without credentials is: left on with nopass (Redis's own
+// default), it bypasses every tenant user. Not changed here (kjudged or an operator may be using it).
+void warn_if_default_user_open(kjqueue::Queue& q) {
+  for (const auto& line : q.command({"ACL", "LIST"}))
+    if (line && line->starts_with("user default on ") && line->find(" nopass") != std::string::npos)
+      std::cerr << "warning: Redis's default user is on without a password: a client that connects without "
+                   "credentials bypasses every tenant ACL. Give kjudged and operators their own users, then run "
+                   "ACL SETUSER default off (docs/operator-guide.md, Tenant ACL users)\n";
+}
+
 int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& password, int partition, bool apply) {
   auto argv = tenant_acl(tenant, password, partition);
   std::cout << acl_line(argv) << "\n";
@@ -190,6 +227,7 @@ int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& p
         if (std::string(e.what()).find("BUSYGROUP") == std::string::npos) throw;  // else: exists already
       }
     }
+    warn_if_default_user_open(*q);
   }
   return 0;
 }

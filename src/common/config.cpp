@@ -233,6 +233,7 @@ void apply(const toml::table& root, Config& c) {
     take_u64(*l, "output_bytes", c.limits.output_bytes);
     take_u64(*l, "max_job_bytes", c.limits.max_job_bytes);
   }
+  if (auto t = root["testing"].as_table()) take(*t, "allow_trivial_switches", c.testing.allow_trivial_switches);
 }
 
 void apply_file(const std::filesystem::path& file, Config& c) {

@@ -52,6 +52,11 @@ struct LimitsConfig {  // defaults when a job leaves a limit at 0, and the maxim
   std::uint64_t max_job_bytes = 8 << 20;   // a serialized Job larger than this is INVALID_JOB
 };
 
+// Switches for the project's own tests and benchmarks; every one is off on a production node.
+struct TestingConfig {
+  bool allow_trivial_switches = false;  // TrivialTask.fail_infra / skip_sandbox; else INVALID_JOB
+};
+
 struct TenantConfig {
   unsigned weight = 1;        // weighted round-robin share of this node's slots
   unsigned max_running = 0;   // per-node concurrency cap (0 = no cap beyond the slots)
@@ -109,6 +114,7 @@ struct Config {
   SandboxConfig sandbox;
   ToolchainConfig toolchain;
   LimitsConfig limits;
+  TestingConfig testing;
   QueueConfig queue;
   MetricsConfig metrics;
   KernelBenchConfig kernelbench;

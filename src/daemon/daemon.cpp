@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "common/log.h"
+#include "daemon/job_clock.h"
 #include "kjsandbox/policy.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/judge.h"
@@ -42,10 +43,6 @@ kjqueue::Queue& slot_queue(const Config& cfg) {
   thread_local std::unique_ptr<kjqueue::Queue> q;
   if (!q) q = std::make_unique<kjqueue::Queue>(endpoint(cfg), cfg.redis.partition);
   return *q;
-}
-
-bool expired(const v1::Job& job) {
-  return job.has_deadline() && job.deadline().seconds() > 0 && kj::now_timestamp() > job.deadline();
 }
 
 std::int64_t steady_ms() {
@@ -137,6 +134,7 @@ int Daemon::run() {
     if (n) log::warn("daemon.previous_entries_handed_back", {{"entries", n}});
   }
   loop_queue_->command({"DEL", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
+  publish_limits();
   log::info("daemon.started", {{"node", cfg_.node}, {"workers", cfg_.workers}, {"redis", cfg_.redis.url},
                                {"state_dir", cfg_.state_dir.string()}, {"partition", cfg_.redis.partition},
                                {"lease_ms", cfg_.queue.lease.count()}, {"max_deliveries", cfg_.queue.max_deliveries}});
@@ -181,6 +179,13 @@ int Daemon::run() {
   }
   log::info("daemon.stopped", {{"jobs_done", jobs_done_.load()}});
   return 0;
+}
+
+// kj_submit refuses payloads over this partition's max_job_bytes (kj:{pN}:config), so an oversized
+// job never reaches a stream; kjudged still checks (a node may be configured lower than another).
+void Daemon::publish_limits() {
+  loop_queue_->command({"HSET", kjqueue::Keys::config(cfg_.redis.partition), "max_job_bytes",
+                        std::to_string(cfg_.limits.max_job_bytes)});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -672,7 +677,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
   } else if (cancelled) {
     result = status_result(job_id, d.tenant, v1::CANCELLED, "cancelled before it started", worker);
   } else {
-    auto decoded = decode_for_judge(d.payload, d.tenant, cfg_.limits);
+    auto decoded = decode_for_judge(d.payload, d.tenant, cfg_.limits, cfg_.testing);
     if (auto* bad = std::get_if<InvalidJob>(&decoded)) {
       result = invalid_job_result(job_id, d.tenant, bad->message, worker);
     } else {
@@ -681,16 +686,10 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
       if (!d.job_id.empty() && d.job_id != job.job_id()) {
         result = invalid_job_result(d.job_id, d.tenant, "queue entry id field differs from job.job_id", worker);
         job_id = d.job_id;
-      } else if (expired(job)) {
+      } else if (deadline_passed(job, kj::now_timestamp())) {
         result = status_result(job.job_id(), d.tenant, v1::EXPIRED, "deadline passed before the job started", worker);
       } else {
-        if (job.has_submitted_at() && job.submitted_at().seconds() > 0) {
-          // plain arithmetic: protobuf's Timestamp difference CHECK-fails out of range
-          const auto now = kj::now_timestamp();
-          const double wait = static_cast<double>(now.seconds() - job.submitted_at().seconds()) +
-                              (now.nanos() - job.submitted_at().nanos()) / 1e9;
-          metrics_.queue_wait.observe(std::max(0.0, wait));
-        }
+        if (auto wait = queue_wait_seconds(job, kj::now_timestamp())) metrics_.queue_wait.observe(*wait);
         log::debug("job.started", {{"job_id", job_id}, {"tenant", d.tenant}, {"worker", worker}, {"deliveries", deliveries}});
         const auto j0 = Clock::now();
         SandboxWatch watch;

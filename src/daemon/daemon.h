@@ -68,6 +68,7 @@ class Daemon {
   bool gpu_quarantined() const;  // canary after a GPU fault/timeout/kill (slot thread, result stored)
   // event loop
   void heartbeat();
+  void publish_limits();  // kj:{pN}:config max_job_bytes, read by kj_submit
   void renew_leases();
   void poll_cancels();
   void watchdog();

@@ -41,17 +41,6 @@ v1::Result header(const std::string& job_id, const std::string& tenant, const st
 }
 
 // TrivialTask: one allow-listed command in a bare sandbox (system binds, no job dir).
-std::optional<std::string> check_trivial(const v1::TrivialTask& t) {
-  if (t.argv().empty()) return std::nullopt;
-  const std::string& cmd = t.argv(0);
-  if ((cmd == "/bin/true" || cmd == "/bin/false") && t.argv_size() == 1) return std::nullopt;
-  if (cmd == "/bin/sleep" && t.argv_size() == 2) {
-    static const std::regex secs("[0-9]{1,2}(\\.[0-9]{1,3})?");
-    if (std::regex_match(t.argv(1), secs) && std::stod(t.argv(1)) <= 10.0) return std::nullopt;
-  }
-  return "trivial task argv must be [/bin/true], [/bin/false] or [/bin/sleep, <seconds up to 10>]";
-}
-
 void judge_trivial(const v1::Job& job, const JudgeContext& ctx, v1::Result& r) {
   if (job.trivial().fail_infra()) {
     r.set_status(v1::INFRA_ERROR);
@@ -91,18 +80,6 @@ void judge_trivial(const v1::Job& job, const JudgeContext& ctx, v1::Result& r) {
 
 }  // namespace
 
-std::variant<v1::Job, InvalidJob> decode_for_judge(const std::optional<std::string>& payload,
-                                                   const std::string& expected_tenant, const LimitsConfig& limits) {
-  auto decoded = decode_job(payload, expected_tenant, limits);
-  if (std::holds_alternative<v1::Job>(decoded) || !payload || payload->size() > limits.max_job_bytes) return decoded;
-  // decode_job knows only the pipeline's task kinds; a TrivialTask passes the same envelope checks here.
-  v1::Job job;
-  if (payload->empty() || !job.ParseFromString(*payload) || job.task_case() != v1::Job::kTrivial) return decoded;
-  if (auto bad = check_envelope(job, expected_tenant)) return *bad;
-  if (auto bad = check_trivial(job.trivial())) return InvalidJob{*bad};
-  return job;
-}
-
 google::protobuf::Timestamp now_timestamp() {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   google::protobuf::Timestamp t;
@@ -124,8 +101,9 @@ v1::Result invalid_job_result(const std::string& job_id, const std::string& tena
 v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
   SandboxWatchScope watch_scope(ctx.watch);
   if (job.task_case() == v1::Job::kTrivial) {
-    if (auto bad = check_envelope(job, "")) return invalid_job_result(job.job_id(), job.tenant(), bad->message, ctx.worker);
-    if (auto bad = check_trivial(job.trivial())) return invalid_job_result(job.job_id(), job.tenant(), *bad, ctx.worker);
+    if (auto bad = check_job_fields(job, ctx.config.limits)) return invalid_job_result(job.job_id(), job.tenant(), bad->message, ctx.worker);
+    if (auto bad = check_trivial(job.trivial(), ctx.config.testing))
+      return invalid_job_result(job.job_id(), job.tenant(), bad->message, ctx.worker);
     v1::Result r = header(job.job_id(), job.tenant(), ctx.worker);
     r.set_batch_id(job.batch_id());
     *r.mutable_client_meta() = job.client_meta();

@@ -26,12 +26,6 @@ struct JudgeContext {
   SandboxWatch* watch = nullptr;
 };
 
-// decode_job (pipeline/validate.h) plus the task kinds judged here rather than by the pipeline
-// (TrivialTask). The daemon decodes with this.
-std::variant<kjudge::v1::Job, InvalidJob> decode_for_judge(const std::optional<std::string>& payload,
-                                                                   const std::string& expected_tenant,
-                                                                   const LimitsConfig& limits);
-
 // Never throws: internal failures become INFRA_ERROR results.
 kjudge::v1::Result judge(const kjudge::v1::Job& job, const JudgeContext& ctx);
 

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "pipeline/judge.h"
 #include "pipeline/validate.h"
 
 namespace {
@@ -111,6 +114,133 @@ TEST(Validate, LimitsAboveTheNodeMaximumAreRejected) {
   auto j = good_job();
   j.mutable_limits()->set_run_wall_ms(10'000'000);
   EXPECT_NE(why(j).find("run_wall_ms"), std::string::npos);
+}
+
+// proto3 keeps enum numbers it does not know; each must be INVALID_JOB, never judged as a default.
+TEST(Validate, RejectsUnknownEnumValues) {
+  auto j = good_job();
+  j.mutable_options()->set_strictness(static_cast<v1::Strictness>(99));
+  EXPECT_NE(why(j).find("options.strictness = 99"), std::string::npos) << why(j);
+  j = good_job();
+  j.mutable_native()->set_language(static_cast<v1::Language>(99));
+  EXPECT_NE(why(j).find("native.language = 99"), std::string::npos) << why(j);
+  j = good_job();
+  j.mutable_native()->mutable_args(0)->mutable_tensor()->set_role(static_cast<v1::ArgRole>(99));
+  EXPECT_NE(why(j).find("role 99"), std::string::npos) << why(j);
+  v1::Job kb;
+  kb.set_job_id("kb");
+  kb.set_tenant("team-a");
+  kb.mutable_kernelbench()->set_reference_py("class Model: pass");
+  kb.mutable_kernelbench()->set_model_new_py("class ModelNew: pass");
+  EXPECT_EQ(why(kb), "");
+  kb.mutable_kernelbench()->set_backend(static_cast<v1::Backend>(99));
+  EXPECT_NE(why(kb).find("kernelbench.backend = 99"), std::string::npos) << why(kb);
+  kb.mutable_kernelbench()->set_backend(v1::BACKEND_CUDA);
+  kb.mutable_kernelbench()->set_precision(static_cast<v1::Precision>(-3));
+  EXPECT_NE(why(kb).find("kernelbench.precision = -3"), std::string::npos) << why(kb);
+}
+
+TEST(Validate, RejectsNaNAndNegativeTolerances) {
+  for (auto [atol, rtol] : {std::pair{NAN, 1e-3}, {1e-3, NAN}, {-1.0, 1e-3}, {1e-3, -1e-9}, {INFINITY, 0.0}}) {
+    auto j = good_job();
+    j.mutable_options()->mutable_tolerance()->set_atol(atol);
+    j.mutable_options()->mutable_tolerance()->set_rtol(rtol);
+    EXPECT_NE(why(j).find("options.tolerance"), std::string::npos) << atol << " " << rtol;
+  }
+  auto j = good_job();
+  j.mutable_options()->mutable_tolerance()->set_atol(0);
+  j.mutable_options()->mutable_tolerance()->set_rtol(1e-2);
+  EXPECT_EQ(why(j), "");
+}
+
+TEST(Validate, RejectsNonFiniteInputDistributions) {
+  auto j = good_job();
+  j.mutable_native()->mutable_args(0)->mutable_tensor()->mutable_distribution()->mutable_normal()->set_stddev(-1);
+  EXPECT_NE(why(j).find("stddev"), std::string::npos);
+  j = good_job();
+  j.mutable_native()->mutable_args(0)->mutable_tensor()->mutable_distribution()->set_constant(NAN);
+  EXPECT_NE(why(j).find("constant"), std::string::npos);
+}
+
+// The node's sandbox limits apply: a job asking for its own memory or CPU limit is told so.
+TEST(Validate, RejectsMemoryAndCpuLimitsTheNodeDoesNotHonour) {
+  auto j = good_job();
+  j.mutable_limits()->set_memory_bytes(1);
+  EXPECT_NE(why(j).find("limits.memory_bytes"), std::string::npos);
+  j = good_job();
+  j.mutable_limits()->set_cpu_ms(1);
+  EXPECT_NE(why(j).find("cpu_ms"), std::string::npos);
+  j = good_job();
+  j.mutable_limits()->set_gpu_memory_bytes(1);
+  EXPECT_NE(why(j).find("gpu_memory_bytes"), std::string::npos);
+}
+
+TEST(Validate, CapsClientMetaInEntriesAndBytes) {
+  auto j = good_job();
+  (*j.mutable_client_meta())["big"] = std::string(7 << 20, 'x');
+  EXPECT_NE(why(j).find("client_meta is"), std::string::npos) << why(j);
+  j = good_job();
+  for (int i = 0; i < 65; ++i) (*j.mutable_client_meta())["k" + std::to_string(i)] = "v";
+  EXPECT_NE(why(j).find("client_meta has 65 entries"), std::string::npos) << why(j);
+  j = good_job();
+  (*j.mutable_client_meta())["run"] = std::string(1000, 'x');
+  EXPECT_EQ(why(j), "");
+}
+
+TEST(Validate, BoundsRepeatedFieldsAndIds) {
+  auto j = good_job();
+  for (int i = 0; i < 65; ++i) *j.mutable_native()->add_args() = j.native().args(0);
+  EXPECT_NE(why(j).find("arguments, at most"), std::string::npos) << why(j);
+  j = good_job();
+  for (int i = 0; i < 9; ++i) j.mutable_native()->mutable_args(0)->mutable_tensor()->add_shape(1);
+  EXPECT_NE(why(j).find("shape dimensions"), std::string::npos) << why(j);
+  j = good_job();
+  j.set_batch_id(std::string("a\0b", 3));
+  EXPECT_NE(why(j).find("batch_id"), std::string::npos) << why(j);
+  j = good_job();
+  j.mutable_turn()->set_parent_job_id("../x y");
+  EXPECT_NE(why(j).find("parent_job_id"), std::string::npos) << why(j);
+  j = good_job();
+  j.mutable_options()->mutable_timing()->set_min_trials(50);
+  j.mutable_options()->mutable_timing()->set_max_trials(5);
+  EXPECT_NE(why(j).find("min_trials"), std::string::npos) << why(j);
+}
+
+v1::Job trivial_job() {
+  v1::Job j;
+  j.set_job_id("t-1");
+  j.set_tenant("team-a");
+  j.mutable_trivial()->add_argv("/bin/true");
+  return j;
+}
+
+std::string why_trivial(const v1::Job& j, bool allow_switches) {
+  kj::TestingConfig testing;
+  testing.allow_trivial_switches = allow_switches;
+  auto r = kj::decode_for_judge(j.SerializeAsString(), "team-a", kj::LimitsConfig{}, testing);
+  return std::holds_alternative<kj::InvalidJob>(r) ? std::get<kj::InvalidJob>(r).message : "";
+}
+
+// fail_infra / skip_sandbox are for the project's tests and benchmarks: a node enables them.
+TEST(Decode, TrivialTestSwitchesOnlyWhereTheNodeAllowsThem) {
+  for (bool infra : {true, false}) {
+    auto j = trivial_job();
+    if (infra) j.mutable_trivial()->set_fail_infra(true);
+    else j.mutable_trivial()->set_skip_sandbox(true);
+    EXPECT_NE(why_trivial(j, false).find("allow_trivial_switches"), std::string::npos);
+    EXPECT_EQ(why_trivial(j, true), "");
+  }
+  EXPECT_EQ(why_trivial(trivial_job(), false), "");
+}
+
+// A trivial job passes the same field checks as a pipeline job (it echoes client_meta too).
+TEST(Decode, TrivialJobsGetTheSharedFieldChecks) {
+  auto j = trivial_job();
+  (*j.mutable_client_meta())["big"] = std::string(64 << 10, 'x');
+  EXPECT_NE(why_trivial(j, false).find("client_meta"), std::string::npos);
+  j = trivial_job();
+  j.mutable_options()->set_strictness(static_cast<v1::Strictness>(99));
+  EXPECT_NE(why_trivial(j, false).find("strictness"), std::string::npos);
 }
 
 TEST(Decode, GarbageOversizedAndMissingPayloads) {

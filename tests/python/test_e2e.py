@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from kjudge import keys
-from kjudge.client import Client
+from kjudge.client import Client, QueueError
 from kjudge.v1 import job_pb2, result_pb2, verdict_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,13 +163,16 @@ def test_invalid_jobs_become_invalid_job_results_and_the_daemon_keeps_running(re
     # 2. valid protobuf missing required fields (no task)
     job = job_pb2.Job(job_id="bad-notask", tenant="dev")
     client.submit(job)
-    # 3. oversized
+    # 3. oversized: kj_submit refuses it (kjudged published its max_job_bytes); put on the stream
+    #    by hand, kjudged makes it INVALID_JOB
+    r = redis.Redis(unix_socket_path=redis_url[len("unix://"):])
     big = job_pb2.Job(job_id="bad-big", tenant="dev")
     big.native.candidate.text = "x" * (MAX_JOB_BYTES + 1)
-    client.submit(big)
+    with pytest.raises(QueueError, match="over the"):
+        client.submit(big)
+    r.xadd(keys.jobs(0, "dev"), {"id": "bad-big", "job": big.SerializeToString()})
     # 4. tenant in the job differs from the stream it came in on
     other = job_pb2.Job(job_id="bad-tenant", tenant="someone-else")
-    r = redis.Redis(unix_socket_path=redis_url[len("unix://"):])
     r.fcall("kj_submit", 3, keys.jobs(0, "dev"), keys.job_marker(0, "dev", "bad-tenant"), keys.tenants(0),
             "bad-tenant", other.SerializeToString(), "dev")
     # 5. a hand-made stream entry with no job field at all

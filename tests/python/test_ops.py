@@ -19,9 +19,12 @@ import redis
 
 from kjudge import keys
 from kjudge.client import Client, QueueError, QueueFull
-from kjudge.v1 import verdict_pb2
+from kjudge.v1 import job_pb2, verdict_pb2
 
 from test_fault import BIN, Daemon, RedisProc, client_for, daemons, trivial, workdir  # noqa: F401 (fixtures)
+
+
+ALLOW_TEST_SWITCHES = "[testing]\nallow_trivial_switches = true\n"
 
 
 def cli(url, *args, check=True):
@@ -48,7 +51,7 @@ def free_port():
 def test_infra_errors_retry_with_backoff_then_dead_letter(workdir, daemons):
     r = RedisProc(workdir)
     c = client_for(r)
-    daemons.append(Daemon(r.url, workdir, "n", extra="max_deliveries = 3"))
+    daemons.append(Daemon(r.url, workdir, "n", extra="max_deliveries = 3\n" + ALLOW_TEST_SWITCHES))
     job = trivial("bad-infra")
     job.trivial.fail_infra = True
     c.submit(job)
@@ -190,6 +193,120 @@ def test_tenant_acl_users_submit_to_their_own_stream_and_read_only_their_results
         a._call(a.redis.execute_command, "SET", keys.result(0, "team-a", "forged"), "x")
     with pytest.raises(QueueError, match="(?i)noperm|permission"):
         a._call(a.redis.execute_command, "DEL", keys.tenants(0))
+
+
+def tenant_client(r, tenant, password):
+    c = Client(r.url)
+    c._redis = redis.Redis(unix_socket_path=r.sock, username="kj-" + tenant, password=password)
+    return c
+
+
+# Redis runs a function's commands under the caller's ACL: the tenant user holds only kj_submit's and
+# kj_cancel's (command, key) pairs, so it cannot lower its queued counter, delete or overwrite its
+# streams, or run the daemon's functions; and it is told that the default user is open.
+def test_tenant_users_cannot_bypass_their_quota_or_run_daemon_functions(workdir):
+    r = RedisProc(workdir)
+    client_for(r)
+    applied = cli(r.url, "admin", "acl", "team-a", "--password", "pa", "--apply")
+    assert "default user is on without a password" in applied.stderr
+    cli(r.url, "admin", "quota", "team-a", "2")
+    a = tenant_client(r, "team-a", "pa")
+    a.submit(trivial("a1", tenant="team-a"))
+    a.cancel("team-a", "a1")
+    rc = r.client()
+    queued, stream = keys.queued(0, "team-a"), keys.jobs(0, "team-a")
+    for cmd in (("SET", queued, "-100"), ("DECR", queued), ("INCRBY", queued, "-5"), ("DEL", queued),
+                ("DEL", stream), ("SET", stream, "x"), ("XTRIM", stream, "MAXLEN", "0"), ("XDEL", stream, "0-1"),
+                ("XGROUP", "DESTROY", stream, "kjudged"), ("SET", keys.job_marker(0, "team-b", "x"), "1"),
+                ("HSET", keys.config(0), "max_job_bytes", "999999999"), ("HSET", keys.quotas(0), "team-a", "-1")):
+        with pytest.raises(QueueError, match="(?i)noperm|permission"):
+            a._call(a.redis.execute_command, *cmd)
+    assert rc.get(queued) == b"1" and rc.xlen(stream) == 1
+    a.submit(trivial("a2", tenant="team-a"))
+    with pytest.raises(QueueFull):
+        a.submit(trivial("a3", tenant="team-a"))
+    # the daemon's functions refuse a tenant before their first write
+    entry = rc.xrange(stream)[0][0].decode()
+    complete = ("kj_complete", 3, keys.result(0, "team-a", "a1"), keys.done(0, "team-a"), stream, entry, "a1", "x", "OK", 60)
+    with pytest.raises(QueueError, match="(?i)noperm|permission|not tenant users"):
+        a._call(a.redis.fcall, *complete)
+    with pytest.raises(QueueError, match="not tenant users"):
+        a._call(a.redis.fcall, "kj_trim", 1, stream)
+    assert rc.get(keys.result(0, "team-a", "a1")) is None and rc.xlen(stream) == 2
+
+
+def test_kj_submit_refuses_payloads_over_the_nodes_max_job_bytes(workdir, daemons):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    rc = r.client()
+    big = trivial("big")
+    big.client_meta["blob"] = "x" * (9 << 20)  # over the 8 MiB default before any daemon published its limit
+    with pytest.raises(QueueError, match="over the 8388608 byte limit"):
+        c.submit(big)
+    daemons.append(Daemon(r.url, workdir, "n", extra="[limits]\nmax_job_bytes = 4096\n"))
+    assert rc.hget(keys.config(0), "max_job_bytes") == b"4096"
+    medium = trivial("medium")
+    medium.client_meta["blob"] = "x" * 5000
+    with pytest.raises(QueueError, match="over the 4096 byte limit"):
+        c.submit(medium)
+    assert rc.xlen(keys.jobs(0, "t")) == 0 and rc.get(keys.job_marker(0, "t", "medium")) is None
+    c.submit(trivial("small"))
+    assert c.wait("t", "small", 30).status == verdict_pb2.OK
+
+
+# Dead letters keep at most 64 KiB of the job (a marker says it was cut); such a one cannot be retried.
+def test_dead_letters_keep_a_bounded_part_of_the_payload(workdir):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    rc = r.client()
+    c.submit(trivial("d1"))
+    stream, dead = keys.jobs(0, "t"), keys.dead(0, "t")
+    entry = rc.xrange(stream)[0][0].decode()
+    payload = b"j" * (7 << 20)
+    rc.fcall("kj_complete", 6, keys.result(0, "t", "d1"), keys.done(0, "t"), stream, keys.queued(0, "t"), "", dead,
+             entry, "d1", b"result", "INFRA_ERROR", 60, "", "max deliveries", payload)
+    (dead_id, fields), = rc.xrange(dead)
+    assert len(fields[b"job"]) == 64 * 1024 and fields[b"truncated"] == b"1" and fields[b"job_bytes"] == str(7 << 20).encode()
+    with pytest.raises(redis.ResponseError, match="submit it again"):
+        rc.fcall("kj_dead_retry", 5, dead, stream, keys.result(0, "t", "d1"), keys.queued(0, "t"), "", dead_id)
+    assert rc.xlen(dead) == 1 and rc.get(keys.result(0, "t", "d1")) == b"result"
+
+
+# Finding 4 through a real daemon: test switches are off unless the node enables them, unknown enum
+# values and capped fields are INVALID_JOB with a message.
+def test_test_switches_unknown_enums_and_oversized_meta_are_invalid_jobs(workdir, daemons):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    daemons.append(Daemon(r.url, workdir, "n"))
+    infra, skip, meta = trivial("infra"), trivial("skip"), trivial("meta")
+    infra.trivial.fail_infra = True
+    skip.trivial.skip_sandbox = True
+    meta.client_meta["blob"] = "x" * (64 << 10)
+    backend = job_pb2.Job(job_id="backend", tenant="t")
+    backend.kernelbench.reference_py = "class Model: pass"
+    backend.kernelbench.model_new_py = "class ModelNew: pass"
+    backend.kernelbench.backend = 99
+    strict = job_pb2.Job()
+    strict.CopyFrom(backend)
+    strict.job_id, strict.kernelbench.backend, strict.options.strictness = "strict", job_pb2.BACKEND_CPU, 99
+    memory = trivial("memory")
+    memory.limits.memory_bytes = 1
+    c.submit_many([infra, skip, meta, backend, strict, memory])
+    want = {"infra": "allow_trivial_switches", "skip": "allow_trivial_switches", "meta": "client_meta is",
+            "backend": "kernelbench.backend = 99", "strict": "options.strictness = 99", "memory": "limits.memory_bytes"}
+    for job_id, message in want.items():
+        res = c.wait("t", job_id, 30)
+        assert res.status == verdict_pb2.INVALID_JOB and message in res.message, (job_id, res.message)
+        assert not res.client_meta
+    # a node for the project's tests enables the switches
+    daemons[0].proc.kill()
+    daemons[0].proc.wait()
+    daemons.append(Daemon(r.url, workdir, "m", extra=ALLOW_TEST_SWITCHES))
+    c.submit(trivial("skip-allowed"))
+    again = trivial("skip-allowed-2")
+    again.trivial.skip_sandbox = True
+    c.submit(again)
+    assert c.wait("t", "skip-allowed-2", 30).status == verdict_pb2.OK
 
 
 def test_metrics_health_drain_with_hand_back_reload_and_trim(workdir, daemons):

@@ -47,6 +47,7 @@ struct Keys {
   static std::string done(int partition, const std::string& tenant);     // kj:{p0}:done:<tenant> (stream)
   static std::string node(int partition, const std::string& node);       // kj:{p0}:node:<node> (heartbeat)
   static std::string queued(int partition, const std::string& tenant);   // kj:{p0}:queued:<tenant> (jobs without a result)
+  static std::string config(int partition);                              // kj:{p0}:config (hash: max_job_bytes, set by kjudged)
   static std::string quotas(int partition);                              // kj:{p0}:quotas (hash tenant|* -> max queued)
   static std::string batch(int partition, const std::string& tenant,
                            const std::string& batch_id);                 // kj:{p0}:batch:<tenant>:<batch> (hash)
