@@ -30,9 +30,9 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: needs
 
 @pytest.fixture
 def small_state():
-    """A 32 MiB tmpfs as the daemon's state dir."""
+    """A 256 MiB tmpfs as the daemon's state dir (a vector_add job needs about 120 MiB)."""
     d = tempfile.mkdtemp(prefix="kjinfra-state.", dir="/tmp")
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m,mode=0711", "kjinfra", d], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m,mode=0711", "kjinfra", d], check=True)
     try:
         yield Path(d)
     finally:
@@ -88,19 +88,13 @@ def fill(state, leave_bytes):
     """Fills the tmpfs but for about `leave_bytes` (enough for the job's source, not its artifact)."""
     pad = state / "pad"
     pad.write_bytes(b"\0" * leave_bytes)
-    with open(state / "filler", "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * (1 << 20))
-                f.flush()
-        except OSError:
-            pass
-        try:  # the last pages, a KiB at a time
-            while True:
-                f.write(b"\0" * 1024)
-                f.flush()
-        except OSError:
-            pass
+    with open(state / "filler", "wb", buffering=0) as f:
+        for chunk in (1 << 20, 1024):  # MiBs, then the last pages a KiB at a time
+            try:
+                while True:
+                    f.write(b"\0" * chunk)
+            except OSError:
+                pass
     pad.unlink()
 
 
@@ -136,8 +130,8 @@ def test_a_full_state_dir_is_infra_error_retried_not_compile_error(redis_url, sm
 
 
 def test_too_little_free_space_before_a_job_is_infra_error(redis_url, small_state, tmp_path):
-    # 32 MiB of tmpfs is less than the 64 MiB asked for: refused before anything runs
-    proc = start_daemon(redis_url, small_state, tmp_path, "min_free_bytes = 67108864")
+    # 256 MiB of tmpfs is less than the 512 MiB asked for: refused before anything runs
+    proc = start_daemon(redis_url, small_state, tmp_path, "min_free_bytes = 536870912")
     try:
         submit(redis_url, "low-1")
         r = result(redis_url, "low-1")
