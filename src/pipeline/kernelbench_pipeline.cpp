@@ -264,7 +264,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
       return fail(*d);
     }
   }
-  if (auto d = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true, compile_ms)) {
+  if (auto d = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true, compile_ms,
+                                build.host_fault)) {
     detail = compile->log();
     return fail(*d);
   }
@@ -336,7 +337,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     const std::string err = oracle.report ? oracle.report->value("error", "") : tail(oracle.sandbox.stderr_data, 2000);
     detail = err;
     if (err.find("needs a GPU") != std::string::npos) return fail({v1::INFRA_ERROR, "no GPU visible to the oracle"});
-    if (auto d = decide_harness(oracle.sandbox, oracle.report ? &*oracle.report : nullptr, Party::Reference, false, run_ms))
+    if (auto d = decide_harness(oracle.sandbox, oracle.report ? &*oracle.report : nullptr, Party::Reference, false, run_ms,
+                                  oracle.host_fault))
       return fail(*d);
   }
   const json& orep = *oracle.report;
@@ -404,7 +406,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   r.mutable_resources()->set_cpu_seconds(cand.sandbox.cpu_seconds);
   r.mutable_resources()->set_wall_seconds(cand.sandbox.wall_seconds);
   r.mutable_resources()->set_peak_host_memory_bytes(cand.sandbox.peak_rss_bytes);
-  if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms)) {
+  if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,
+                                cand.host_fault)) {
     detail = cand.report ? cand.report->value("error", "") : tail(cand.sandbox.stderr_data, 2000);
     return fail(*d);
   }
