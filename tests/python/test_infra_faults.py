@@ -119,12 +119,17 @@ def test_a_full_state_dir_is_infra_error_retried_not_compile_error(redis_url, sm
         assert r.attempt == 2, "retried before it was dead-lettered"
         assert "full" in r.message or "space" in r.message, r.message
         assert job_events(tmp_path, "job.retry", "full-1"), "the first delivery was retried"
-        assert job_events(tmp_path, "job.dead_letter", "full-1")
+        deadline = time.monotonic() + 10  # logged just after the result is stored
+        while not job_events(tmp_path, "job.dead_letter", "full-1"):
+            assert time.monotonic() < deadline, "dead-lettered after its last delivery"
+            time.sleep(0.05)
         # the same job on the same node once there is room again: its real verdict
         (small_state / "filler").unlink()
         submit(redis_url, "full-2")
         r = result(redis_url, "full-2")
-        assert r.status == verdict_pb2.OK, (verdict_pb2.Verdict.Name(r.status), r.message)
+        # built and judged (OK, or SUSPICIOUS when a loaded host stretched the timed loop)
+        assert r.compile.ok and r.status in (verdict_pb2.OK, verdict_pb2.SUSPICIOUS), \
+            (verdict_pb2.Verdict.Name(r.status), r.message)
     finally:
         stop(proc)
 
