@@ -94,6 +94,7 @@ bool is_dir(const std::string& p) {
 struct Hierarchy {
   bool v2 = false;
   std::string v2_base;                          // v2: the directory job cgroups go in
+  std::string v2_mount;                         // v2: the hierarchy's mount point (its top)
   std::map<std::string, std::string> v1_base;   // v1: controller -> directory
   std::string why;                              // when neither is usable
   bool usable() const { return v2 || !v1_base.empty(); }
@@ -154,6 +155,7 @@ Hierarchy discover() {
     if (ctrls && ctrls->find("memory") != std::string::npos) {
       h.v2 = true;
       h.v2_base = own;
+      h.v2_mount = v2_mount;
       return h;
     }
   }
@@ -168,16 +170,19 @@ Hierarchy discover() {
   return h;
 }
 
-const Hierarchy& hierarchy() {
-  static const Hierarchy h = discover();
+// Discovered once. On v2 setup_cgroups() may move the base (a subtree of our own) before any job.
+Hierarchy& hierarchy_mut() {
+  static Hierarchy h = discover();
   return h;
 }
+const Hierarchy& hierarchy() { return hierarchy_mut(); }
+
+bool g_v2_ready = false;  // v2: job cgroups can be made under hierarchy().v2_base (under g_mu)
 
 // v2: our own cgroup must delegate the controllers to its children; it cannot while it holds
 // processes (the "no internal processes" rule), so we move into a leaf first when needed.
 bool prepare_v2(const Hierarchy& h, std::string* error) {
-  static bool done = false;
-  if (done) return true;
+  if (g_v2_ready) return true;
   // Ask only for controllers the parent offers: enabling an absent one fails with ENOENT (seen on
   // a GPU node whose cgroup offers memory and pids but not cpu).
   const auto offered = read_text(h.v2_base + "/cgroup.controllers").value_or("");
@@ -212,7 +217,7 @@ bool prepare_v2(const Hierarchy& h, std::string* error) {
       }
     }
   }
-  done = true;
+  g_v2_ready = true;
   return true;
 }
 
@@ -541,6 +546,167 @@ int cleanup_stale_cgroups(std::string* log) {
     }
   }
   return removed;
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Start-up (setup_cgroups): v2 delegation, a subtree of our own when our cgroup is shared, a probe.
+
+namespace {
+
+constexpr const char* kDevPrefix = "kjudge-dev.";
+
+bool failed(std::string* error, const std::string& what, int err) {
+  *error = what + ": " + errno_text(err);
+  return false;
+}
+
+// "+memory +pids +cpu", as far as `dir` offers them.
+std::string wanted_controllers(const std::string& dir) {
+  const auto offered = read_text(dir + "/cgroup.controllers").value_or("");
+  std::string want;
+  for (const char* c : {"memory", "pids", "cpu"})
+    if (offered.find(c) != std::string::npos) want += std::string(want.empty() ? "+" : " +") + c;
+  return want;
+}
+
+bool delegates(const std::string& dir) {
+  const auto sc = read_text(dir + "/cgroup.subtree_control").value_or("");
+  return sc.find("memory") != std::string::npos && sc.find("pids") != std::string::npos;
+}
+
+// Processes in dir other than us and our zygote: a shell, its other children, a dev redis-server.
+bool shared_with_others(const std::string& dir) {
+  int zygote = 0;
+  zygote_ready(&zygote);
+  for (pid_t p : procs_of(dir))
+    if (p != ::getpid() && p != zygote) return true;
+  return false;
+}
+
+std::vector<std::string> subdirs(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d))
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') out.push_back(dir + "/" + e->d_name);
+  ::closedir(d);
+  return out;
+}
+
+// A dead daemon's kjudge-dev.<pid> subtree: everything in it killed, then removed bottom-up.
+void remove_tree(const std::string& dir) {
+  for (const auto& sub : subdirs(dir)) remove_tree(sub);
+  if (!write_text(dir + "/cgroup.kill", "1"))
+    for (pid_t p : procs_of(dir)) ::kill(p, SIGKILL);
+  remove_dir(dir);
+}
+
+void remove_stale_subtrees(const std::string& top) {
+  for (const auto& dir : subdirs(top)) {
+    const std::string name = dir.substr(dir.rfind('/') + 1);
+    if (name.rfind(kDevPrefix, 0) != 0) continue;
+    const pid_t owner = static_cast<pid_t>(std::atol(name.c_str() + std::strlen(kDevPrefix)));
+    if (owner > 0 && owner != ::getpid() && ::kill(owner, 0) != 0 && errno == ESRCH) remove_tree(dir);
+  }
+}
+
+// Root, v2, our cgroup shared with other processes: <top>/kjudge-dev.<pid>, with us (and our
+// zygote) in its leaf kjsbx-supervisor, the job cgroups and companions (move_to_leaf) beside it.
+bool make_own_subtree(Hierarchy& h, std::string* error) {
+  const std::string& top = h.v2_mount;
+  remove_stale_subtrees(top);
+  int err = 0;
+  if (!delegates(top) && !write_text(top + "/cgroup.subtree_control", wanted_controllers(top), &err))
+    return failed(error, "enable memory/pids in " + top, err);
+  const std::string tree = top + "/" + kDevPrefix + std::to_string(::getpid());
+  const std::string leaf = tree + "/" + kSupervisor;
+  for (const auto& d : {tree, leaf})
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) return failed(error, "mkdir " + d, errno);
+  int zygote = 0;
+  zygote_ready(&zygote);
+  if (zygote > 0) write_text(leaf + "/cgroup.procs", std::to_string(zygote));
+  if (!write_text(leaf + "/cgroup.procs", std::to_string(::getpid()), &err))
+    return failed(error, "move kjudged into " + leaf, err);
+  if (!write_text(tree + "/cgroup.subtree_control", wanted_controllers(tree), &err))
+    return failed(error, "enable memory/pids in " + tree, err);
+  h.v2_base = tree;
+  return true;
+}
+
+std::string own_command_line() {
+  std::string cmd;
+  const auto raw = read_text("/proc/self/cmdline").value_or("kjudged");
+  std::istringstream in(raw);
+  for (std::string arg; std::getline(in, arg, '\0');)
+    cmd += (cmd.empty() ? "" : " ") + (arg.find_first_of(" '\"$") == std::string::npos ? arg : "'" + arg + "'");
+  return cmd;
+}
+
+// The command that gives kjudged a cgroup it can delegate from.
+std::string fix_command(const Hierarchy& h, const CgroupSetupOptions& o) {
+  const std::string cmd = o.command_line.empty() ? own_command_line() : o.command_line;
+  const bool systemd = is_dir("/run/systemd/system");
+  if (!h.v2) return ::geteuid() == 0 ? "" : "sudo " + cmd + "   (cgroup v1: only root can create job cgroups)";
+  if (::geteuid() != 0)
+    return systemd ? "systemd-run --user --scope -p Delegate=yes -- " + cmd
+                   : "sudo " + cmd + "   (or run it in a cgroup delegated to you, with memory and pids)";
+  if (systemd) return "systemd-run --scope -p Delegate=yes -- " + cmd;
+  const std::string top = h.v2_mount;
+  return "mkdir -p " + top + "/init && for p in $(cat " + top + "/cgroup.procs); do echo $p > " + top +
+         "/init/cgroup.procs; done; echo '+memory +pids' > " + top + "/cgroup.subtree_control; " + cmd;
+}
+
+bool setup_v2(Hierarchy& h, bool own_subtree, std::string* error) {
+  std::lock_guard lock(g_mu);
+  if (g_v2_ready) return true;
+  const bool shared = !delegates(h.v2_base) && shared_with_others(h.v2_base);
+  if (!shared) return prepare_v2(h, error);
+  if (own_subtree && ::geteuid() == 0 && make_own_subtree(h, error)) return g_v2_ready = true;
+  if (error->empty())
+    *error = h.v2_base + " holds other processes (a shell, a session), so it cannot delegate memory and pids "
+             "to job cgroups (cgroup v2's no-internal-processes rule)";
+  return false;
+}
+
+}  // namespace
+
+bool probe_job_cgroup(std::string* error) {
+  CgroupLimits limits;
+  limits.memory_bytes = 64ull << 20;
+  limits.pids = 64;
+  std::string why;
+  auto cg = JobCgroup::create(limits, &why);
+  if (cg) return true;  // removed again by its destructor
+  if (why.empty()) cgroup_mode(&why);
+  *error = "cannot create a job cgroup with memory and pids limits: " + why;
+  return false;
+}
+
+CgroupSetup setup_cgroups(const CgroupSetupOptions& opts) {
+  Hierarchy& h = hierarchy_mut();
+  CgroupSetup s;
+  s.mode = h.v2 ? "v2" : h.usable() ? "v1" : "";
+  if (h.v2 && !setup_v2(h, opts.own_subtree, &s.error)) {
+    s.fix = fix_command(h, opts);
+    return s;
+  }
+  s.base = h.v2 ? h.v2_base : "";
+  s.ok = probe_job_cgroup(&s.error);
+  if (!s.ok) s.fix = fix_command(h, opts);
+  return s;
+}
+
+bool move_to_leaf(pid_t pid, const std::string& leaf, std::string* error) {
+  const Hierarchy& h = hierarchy();
+  std::lock_guard lock(g_mu);
+  if (!h.v2 || !g_v2_ready) return true;  // v1: companions stay where they are
+  const std::string dir = h.v2_base + "/" + leaf;
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return failed(error, "mkdir " + dir, errno);
+  int err = 0;
+  if (!write_text(dir + "/cgroup.procs", std::to_string(pid), &err))
+    return failed(error, "move pid " + std::to_string(pid) + " into " + dir, err);
+  return true;
 }
 
 }  // namespace kjsandbox

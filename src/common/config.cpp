@@ -232,6 +232,8 @@ void apply(const toml::table& root, Config& c) {
     take_u32(*l, "max_run_wall_ms", c.limits.max_run_wall_ms);
     take_u64(*l, "output_bytes", c.limits.output_bytes);
     take_u64(*l, "max_job_bytes", c.limits.max_job_bytes);
+    take_u64(*l, "min_free_bytes", c.limits.min_free_bytes);
+    take_u64(*l, "min_free_inodes", c.limits.min_free_inodes);
   }
   if (auto t = root["testing"].as_table()) take(*t, "allow_trivial_switches", c.testing.allow_trivial_switches);
 }

@@ -50,6 +50,11 @@ struct LimitsConfig {  // defaults when a job leaves a limit at 0, and the maxim
   std::uint32_t max_run_wall_ms = 120'000;
   std::uint64_t output_bytes = 1 << 20;
   std::uint64_t max_job_bytes = 8 << 20;   // a serialized Job larger than this is INVALID_JOB
+  // Free space (to unprivileged users) the state dir's filesystem must have before a job starts,
+  // else the job is INFRA_ERROR (retried elsewhere or later); also the headroom a job may use
+  // before a full filesystem counts as its own doing (pipeline/host_fault.h). 0: no check.
+  std::uint64_t min_free_bytes = 1ull << 30;
+  std::uint64_t min_free_inodes = 10'000;
 };
 
 // Switches for the project's own tests and benchmarks; every one is off on a production node.

@@ -16,6 +16,7 @@ class DevRedis {
   DevRedis& operator=(const DevRedis&) = delete;
 
   std::string url() const { return "unix://" + socket_.string(); }
+  int pid() const { return child_.id(); }
 
  private:
   std::filesystem::path socket_;

@@ -11,6 +11,25 @@
 #include "common/log.h"
 #include "daemon/daemon.h"
 #include "daemon/dev_redis.h"
+#include "kjsandbox/policy.h"
+
+namespace {
+
+// Job cgroups with memory and pids limits, or no start at all (issue 14): refusing here, with the
+// command that fixes it, beats failing every job with INFRA_ERROR after reporting ready.
+void setup_cgroups_or_refuse(bool dev) {
+  const auto cg = kjsandbox::setup_cgroups({.own_subtree = dev, .command_line = {}});
+  if (cg.ok) {
+    kj::log::info("sandbox.cgroups_ready", {{"mode", cg.mode}, {"base", cg.base}});
+    return;
+  }
+  std::string msg = "kjudged cannot create job cgroups: " + cg.error;
+  if (!cg.fix.empty()) msg += "\n  fix: " + cg.fix;
+  std::cerr << msg << "\n";
+  throw std::runtime_error(msg);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kjudged: judges GPU kernel jobs from Redis"};
@@ -36,7 +55,11 @@ int main(int argc, char** argv) {
       if (runtime_dir) rt = *runtime_dir;
       else if (const char* x = std::getenv("XDG_RUNTIME_DIR")) rt = std::filesystem::path(x) / "kjudge";
       else rt = std::filesystem::temp_directory_path() / ("kjudge-" + std::to_string(::getuid()));
+      setup_cgroups_or_refuse(true);  // before redis-server: it must not share our cgroup
       dev_redis.emplace(rt);
+      std::string cg_error;
+      if (!kjsandbox::move_to_leaf(dev_redis->pid(), "redis", &cg_error))
+        kj::log::warn("dev.redis_cgroup", {{"error", cg_error}});
       cfg.redis.url = dev_redis->url();
       if (!config_file) cfg.state_dir = rt / "state";
     }
@@ -50,6 +73,7 @@ int main(int argc, char** argv) {
         return c;
       };
     }
+    if (!dev) setup_cgroups_or_refuse(false);
     kj::Daemon daemon(std::move(cfg), reload);
     return daemon.run();
   } catch (const std::exception& e) {

@@ -1,8 +1,12 @@
 #include "pipeline/harness_step.h"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <stdexcept>
 
 #include "kjsandbox/sandbox.h"
+#include "pipeline/host_fault.h"
 #include "pipeline/sandbox_watch.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sandbox_profiles.h"
@@ -40,16 +44,21 @@ HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
   {
     std::ofstream out(req, std::ios::trunc);
     out << run.request.dump();
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + req.string() + ": " + strerror(errno));
   }
   fs::remove(rep);
   kjsandbox::Policy p = harness_policy(cfg, run, {cfg.kernelbench.python.string(), "-s", "-m", "kjudge_harness",
                                                    run.role, "/job/" + req.filename().string(),
                                                    "/job/" + rep.filename().string()});
-  HarnessStep step{run_sandboxed(p), std::nullopt};
+  HarnessStep step{run_sandboxed(p), std::nullopt, std::nullopt};
   if (step.sandbox.outcome == kjsandbox::Outcome::Exited && fs::exists(rep)) {
     auto parsed = nlohmann::json::parse(read_file(rep), nullptr, /*allow_exceptions=*/false);
     if (parsed.is_object()) step.report = std::move(parsed);
   }
+  const bool ok = step.sandbox.ok() && step.report && step.report->value("ok", false);
+  if (!ok && step.sandbox.outcome != kjsandbox::Outcome::Cancelled)
+    step.host_fault = host_fault_after_step(run.job_dir, cfg.limits);
   return step;
 }
 

@@ -21,6 +21,7 @@ inline constexpr const char* kHarnessInSandbox = "/opt/kjudge/python";
 struct HarnessStep {
   kjsandbox::Report sandbox;
   std::optional<nlohmann::json> report;
+  std::optional<std::string> host_fault;  // the role failed and the host is why (host_fault.h)
 };
 
 enum class SlotKind { Compile, Run };

@@ -176,6 +176,7 @@ InputSet write_named_input_set(const v1::NativeTask& task, const std::string& na
     const auto path = dir / fmt::format("arg{}.bin", i);
     std::ofstream out(path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+    out.close();
     if (!out) throw std::runtime_error("cannot write " + path.string());
   }
   return set;

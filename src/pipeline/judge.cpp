@@ -11,6 +11,7 @@
 #include "pipeline/sandbox_watch.h"
 #include "pipeline/workspace.h"
 #include "pipeline/feedback.h"
+#include "pipeline/host_fault.h"
 #include "pipeline/kernelbench_pipeline.h"
 #include "pipeline/native_pipeline.h"
 #include "pipeline/reward.h"
@@ -38,6 +39,12 @@ v1::Result header(const std::string& job_id, const std::string& tenant, const st
   r.mutable_system()->set_kjudge_version(KJUDGE_VERSION);
   r.mutable_system()->set_node(worker.substr(0, worker.find('/')));
   return r;
+}
+
+// A verdict that scores the candidate (or blames the job's reference): anything but success and
+// the outcomes that are nobody's fault.
+bool blames_a_party(v1::Verdict v) {
+  return v != v1::OK && v != v1::INFRA_ERROR && v != v1::CANCELLED && v != v1::EXPIRED && v != v1::VERDICT_UNSPECIFIED;
 }
 
 // TrivialTask: one allow-listed command in a bare sandbox (system binds, no job dir).
@@ -126,7 +133,10 @@ v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
   r.set_turn_index(job.turn().turn_index());
   std::string detail;
   try {
-    if (job.task_case() == v1::Job::kKernelbench)
+    if (auto low = check_free_space(ctx.config.state_dir, ctx.config.limits)) {
+      r.set_status(v1::INFRA_ERROR);
+      r.set_message(*low);
+    } else if (job.task_case() == v1::Job::kKernelbench)
       judge_kernelbench(job, ctx, r, detail);
     else
       judge_native(job, ctx, r, detail);
@@ -139,6 +149,11 @@ v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
     r.set_status(v1::INFRA_ERROR);
     r.set_message("pipeline ended without a verdict");
   }
+  if (blames_a_party(r.status()))
+    if (auto fault = host_fault_after_job(ctx.config.state_dir)) {
+      r.set_status(v1::INFRA_ERROR);
+      r.set_message("host fault: " + *fault + " (the pipeline had said: " + r.message() + ")");
+    }
   if (r.status() == v1::OK && !known_reward_policy(job.options().reward_policy()))
     r.set_message(r.message() + "; unknown reward policy, default used");
   finish(r, job.options().reward_policy(), detail);

@@ -276,7 +276,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
       return fail(*d);
     }
   }
-  if (auto d = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true, compile_ms)) {
+  if (auto d = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true, compile_ms,
+                                build.host_fault)) {
     detail = compile->log();
     return fail(*d);
   }
@@ -433,7 +434,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   }
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
-  if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms)) {
+  if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,
+                                cand.host_fault)) {
     detail = cand.report ? cand.report->value("error", "") : tail(cand.sandbox.stderr_data, 2000);
     return fail(*d);
   }

@@ -37,6 +37,7 @@ void write_file_atomic(const std::filesystem::path& p, const std::string& data) 
   {
     std::ofstream out(tmp, std::ios::binary);
     out << data;
+    out.close();  // a full disk may only show here: never rename half a file into a cache
     if (!out) {
       std::filesystem::remove(tmp, ec);
       return;

@@ -31,12 +31,22 @@ std::string seccomp_call(const kjsandbox::Report& s) {
   return fmt::format("{} ({} #{})", s.seccomp_syscall_name, s.seccomp_arch, s.seccomp_syscall);
 }
 
+// The judge's faults, before anything that would blame a party.
+std::optional<Decision> decide_infra(const StepOutcome& step, const char* what) {
+  if (step.sandbox.outcome == Outcome::SetupFailed)
+    return Decision{v1::INFRA_ERROR, fmt::format("{} sandbox failed: {}", what, step.sandbox.error)};
+  if (step.host_fault && step.sandbox.outcome != Outcome::Cancelled)
+    return Decision{v1::INFRA_ERROR, fmt::format("host fault during the {}: {}", what, *step.host_fault)};
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Decision> decide_build(const StepOutcome& step, Party who) {
   const auto& s = step.sandbox;
+  if (auto d = decide_infra(step, "build")) return d;
   switch (s.outcome) {
-    case Outcome::SetupFailed: return Decision{v1::INFRA_ERROR, "build sandbox failed: " + s.error};
+    case Outcome::SetupFailed: break;  // decide_infra
     case Outcome::Cancelled: return Decision{v1::CANCELLED, "cancelled while building"};
     case Outcome::WallTimeout:
       return blame(who, v1::COMPILE_ERROR, fmt::format("{} build exceeded its time limit", party_name(who)));
@@ -75,8 +85,9 @@ bool is_cuda_fault(std::string_view error) {
 
 std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint32_t wall_limit_ms) {
   const auto& s = step.sandbox;
+  if (auto d = decide_infra(step, "run")) return d;
   switch (s.outcome) {
-    case Outcome::SetupFailed: return Decision{v1::INFRA_ERROR, "run sandbox failed: " + s.error};
+    case Outcome::SetupFailed: break;  // decide_infra
     case Outcome::Cancelled: return Decision{v1::CANCELLED, "cancelled while running"};
     case Outcome::MemoryLimit:
       return blame(who, v1::MEMORY_LIMIT, fmt::format("{} exceeded its memory limit", party_name(who)));
@@ -140,9 +151,10 @@ v1::CheatClass cheat_class_named(const std::string& name) {
 }  // namespace
 
 std::optional<Decision> decide_harness(const kjsandbox::Report& s, const nlohmann::json* report, Party who, bool build,
-                                       std::uint32_t wall_limit_ms) {
+                                       std::uint32_t wall_limit_ms, const std::optional<std::string>& host_fault) {
+  const StepOutcome step{s, std::nullopt, host_fault};
+  if (auto d = decide_infra(step, build ? "build" : "run")) return d;
   if (s.outcome != Outcome::Exited || s.exit_code != 0 || !report) {
-    const StepOutcome step{s, std::nullopt};
     auto d = build ? decide_build(step, who) : decide_run(step, who, wall_limit_ms);
     if (d) return d;
     return blame(who, build ? v1::COMPILE_ERROR : v1::RUNTIME_ERROR,

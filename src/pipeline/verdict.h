@@ -19,10 +19,12 @@
 namespace kj {
 
 // A sandboxed step as seen from outside: the sandbox's report and, when the step ran
-// kjudge-runner and it left a report, that report.
+// kjudge-runner and it left a report, that report. host_fault: after a failed step, what the
+// judge found wrong with the host (pipeline/host_fault.h); it outranks every candidate verdict.
 struct StepOutcome {
   kjsandbox::Report sandbox;
   std::optional<kjudge::v1::RunnerReport> runner;
+  std::optional<std::string> host_fault;
 };
 
 struct Decision {
@@ -31,6 +33,9 @@ struct Decision {
 };
 
 enum class Party { Candidate, Reference };
+
+// Every decide_* function: a sandbox that could not be set up, or a host fault found after the
+// step (a full filesystem, a job dir the judge cannot write), is INFRA_ERROR for either party.
 
 // nullopt: the build succeeded. A failing candidate build is COMPILE_ERROR (also when it hits a
 // limit: template bombs are the candidate's fault); a failing reference is INVALID_JOB.
@@ -52,8 +57,10 @@ std::string signal_name(int sig);
 
 // A harness role's end: the sandbox's report, then the role's own JSON report (ok/stage/error).
 // nullopt: the role ran to the end. `build`: failures are COMPILE_ERROR rather than RUNTIME_ERROR.
+// host_fault (HarnessStep::host_fault): INFRA_ERROR, whatever the role reported.
 std::optional<Decision> decide_harness(const kjsandbox::Report& sandbox, const nlohmann::json* report, Party who,
-                                       bool build, std::uint32_t wall_limit_ms);
+                                       bool build, std::uint32_t wall_limit_ms,
+                                       const std::optional<std::string>& host_fault);
 
 // The static policy's first reject finding (python/kjudge_harness/static_policy.py); sets the
 // cheat class on `result` when the rule names one.

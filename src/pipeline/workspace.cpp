@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <stdexcept>
@@ -48,8 +49,8 @@ fs::path Workspace::make_party_dir(const std::string& name) const { return make_
 void Workspace::write_file(const fs::path& path, const std::string& data) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!out) throw std::runtime_error("cannot write " + path.string());
-  out.close();
+  out.close();  // what was buffered reaches the filesystem here: ENOSPC may only show now
+  if (!out) throw std::runtime_error("cannot write " + path.string() + ": " + strerror(errno));
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
 }
 

@@ -107,33 +107,33 @@ TEST(KernelBenchVerdict, HarnessFailures) {
   exited.outcome = kjsandbox::Outcome::Exited;
   exited.exit_code = 0;
   const json ok = {{"ok", true}};
-  EXPECT_FALSE(kj::decide_harness(exited, &ok, kj::Party::Candidate, false, 1000));
+  EXPECT_FALSE(kj::decide_harness(exited, &ok, kj::Party::Candidate, false, 1000, {}));
   const json build_fail = {{"ok", false}, {"stage", "build"}, {"error", "Traceback ...\nRuntimeError: Error building extension 'x'\n"}};
-  auto d = kj::decide_harness(exited, &build_fail, kj::Party::Candidate, true, 1000);
+  auto d = kj::decide_harness(exited, &build_fail, kj::Party::Candidate, true, 1000, {});
   EXPECT_EQ(d->verdict, v1::COMPILE_ERROR);
   EXPECT_NE(d->message.find("Error building extension"), std::string::npos);
   const json cuda_fault = {{"ok", false}, {"stage", "correctness"},
                            {"error", "Traceback\ntorch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"}};
-  d = kj::decide_harness(exited, &cuda_fault, kj::Party::Candidate, false, 1000);
+  d = kj::decide_harness(exited, &cuda_fault, kj::Party::Candidate, false, 1000, {});
   EXPECT_EQ(d->verdict, v1::CUDA_FAULT);
   EXPECT_NE(d->message.find("CUDA fault"), std::string::npos);
   const json assert_fail = {{"ok", false}, {"stage", "timing"},
                             {"error", "RuntimeError: CUDA error: device-side assert triggered\n"}};
-  EXPECT_EQ(kj::decide_harness(exited, &assert_fail, kj::Party::Candidate, false, 1000)->verdict, v1::CUDA_FAULT);
+  EXPECT_EQ(kj::decide_harness(exited, &assert_fail, kj::Party::Candidate, false, 1000, {})->verdict, v1::CUDA_FAULT);
   // out of memory and API misuse are runtime errors, not device faults
   const json cuda_oom = {{"ok", false}, {"stage", "correctness"},
                     {"error", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"}};
-  EXPECT_EQ(kj::decide_harness(exited, &cuda_oom, kj::Party::Candidate, false, 1000)->verdict, v1::RUNTIME_ERROR);
+  EXPECT_EQ(kj::decide_harness(exited, &cuda_oom, kj::Party::Candidate, false, 1000, {})->verdict, v1::RUNTIME_ERROR);
   const json bad_launch = {{"ok", false}, {"stage", "correctness"}, {"error", "RuntimeError: CUDA error: invalid argument\n"}};
-  EXPECT_EQ(kj::decide_harness(exited, &bad_launch, kj::Party::Candidate, false, 1000)->verdict, v1::RUNTIME_ERROR);
-  EXPECT_EQ(kj::decide_harness(exited, &cuda_fault, kj::Party::Reference, false, 1000)->verdict, v1::INVALID_JOB);
-  EXPECT_EQ(kj::decide_harness(exited, nullptr, kj::Party::Candidate, false, 1000)->verdict, v1::RUNTIME_ERROR);
+  EXPECT_EQ(kj::decide_harness(exited, &bad_launch, kj::Party::Candidate, false, 1000, {})->verdict, v1::RUNTIME_ERROR);
+  EXPECT_EQ(kj::decide_harness(exited, &cuda_fault, kj::Party::Reference, false, 1000, {})->verdict, v1::INVALID_JOB);
+  EXPECT_EQ(kj::decide_harness(exited, nullptr, kj::Party::Candidate, false, 1000, {})->verdict, v1::RUNTIME_ERROR);
   kjsandbox::Report timeout;
   timeout.outcome = kjsandbox::Outcome::WallTimeout;
-  EXPECT_EQ(kj::decide_harness(timeout, nullptr, kj::Party::Candidate, false, 1000)->verdict, v1::TIMEOUT);
+  EXPECT_EQ(kj::decide_harness(timeout, nullptr, kj::Party::Candidate, false, 1000, {})->verdict, v1::TIMEOUT);
   kjsandbox::Report oom;
   oom.outcome = kjsandbox::Outcome::MemoryLimit;
-  EXPECT_EQ(kj::decide_harness(oom, nullptr, kj::Party::Candidate, false, 1000)->verdict, v1::MEMORY_LIMIT);
+  EXPECT_EQ(kj::decide_harness(oom, nullptr, kj::Party::Candidate, false, 1000, {})->verdict, v1::MEMORY_LIMIT);
 }
 
 TEST(KernelBenchChecks, LoopSpanNeedsOneMarkPerCall) {

@@ -85,3 +85,25 @@ TEST(Verdict, MemoryLimitAndSeccompKill) {
 }
 
 }  // namespace
+
+// Issue 14: what the host did (a full filesystem, a job dir the judge cannot write) is never a
+// party's verdict, even when the step's own outcome would blame it.
+TEST(Verdict, HostFaultsAreInfraErrorsForEitherParty) {
+  auto faulted = [](kj::StepOutcome s) {
+    s.host_fault = "the job's filesystem is full";
+    return s;
+  };
+  const auto failed_build = faulted(step(Outcome::Exited, 1, 0, std::nullopt));
+  const auto failed_run = faulted(step(Outcome::Signaled, 0, SIGSEGV));
+  for (auto who : {Party::Candidate, Party::Reference}) {
+    auto b = kj::decide_build(failed_build, who);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->verdict, v1::INFRA_ERROR);
+    EXPECT_NE(b->message.find("filesystem is full"), std::string::npos) << b->message;
+    EXPECT_EQ(kj::decide_run(failed_run, who, 1000)->verdict, v1::INFRA_ERROR);
+    EXPECT_EQ(kj::decide_harness(failed_run.sandbox, nullptr, who, true, 1000, failed_run.host_fault)->verdict,
+              v1::INFRA_ERROR);
+  }
+  // a cancel still wins: the job was stopped on purpose
+  EXPECT_EQ(kj::decide_run(faulted(step(Outcome::Cancelled)), Party::Candidate, 1000)->verdict, v1::CANCELLED);
+}

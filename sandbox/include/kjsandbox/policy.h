@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <sys/types.h>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,32 @@ std::vector<std::string> device_profile_names();
 // and on v1 and v2 it kills and removes job cgroups ("kjsbx-<pid>-<n>") left behind by a
 // process that no longer runs. Returns how many were removed; never throws.
 int cleanup_stale_cgroups(std::string* log = nullptr);
+
+// A daemon's cgroup set-up, once at start, before it reports ready (issue 14):
+//   v2: its own cgroup must delegate memory and pids to job cgroups, which it cannot while other
+//       processes share it (kjudged --dev started from a shell). own_subtree (dev mode) and root:
+//       a subtree of its own, <cgroup2 mount>/kjudge-dev.<pid>, kjudged moved into its leaf
+//       kjsbx-supervisor; a dead daemon's subtree is removed. Otherwise: refused, with `fix`.
+//   v1 and v2: a probe, one job cgroup with memory and pids limits created and removed.
+struct CgroupSetupOptions {
+  bool own_subtree = false;
+  std::string command_line;  // for `fix`; empty: this process's own (/proc/self/cmdline)
+};
+struct CgroupSetup {
+  bool ok = false;
+  std::string mode;   // "v2", "v1", "" (none)
+  std::string base;   // v2: where job cgroups go
+  std::string error;  // !ok: what failed
+  std::string fix;    // !ok: the command that fixes it, when one is known
+};
+CgroupSetup setup_cgroups(const CgroupSetupOptions& options = {});
+
+// After setup_cgroups on v2: moves `pid` (a companion such as the dev redis-server) into the leaf
+// <base>/<leaf>, beside the job cgroups. v1, or v2 not set up: nothing to do (true).
+bool move_to_leaf(pid_t pid, const std::string& leaf, std::string* error);
+
+// Creates one job cgroup with memory and pids limits and removes it; false with the reason.
+bool probe_job_cgroup(std::string* error);
 
 // "v2", "v1" or "" (no usable cgroup hierarchy), and why not, for doctor/tests.
 std::string cgroup_mode(std::string* why = nullptr);
