@@ -1,7 +1,8 @@
 """Two KernelBench-format jobs started together on a fresh cache dir: the precompiled
 torch/extension.h is built once, the other job waits for it (an flock in the cache dir) instead
-of failing (kernelbench.pch_failed) and building without it. Real `kjudge eval` processes,
-real sandboxes, real g++."""
+of failing (kernelbench.pch_failed) and building without it. Then the same job again: its build is
+replayed from the build memo (no build sandbox) in well under 0.5 s. Real `kjudge eval`
+processes, real sandboxes, real g++."""
 import json
 import os
 import subprocess
@@ -11,6 +12,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
 TASKS = ROOT / "tests" / "kernelbench" / "tasks"
+
+
+def build_seconds(result):
+    return sum(s.get("seconds", 0.0) for s in result.get("stages", []) if s.get("stage") == "STAGE_BUILD")
 
 
 def start_eval(config, task, state):
@@ -54,3 +59,10 @@ def test_concurrent_first_uses_wait_for_one_pch(tmp_path):
     assert not (cache / "torch-pch" / "cpu.failed").exists()
     assert (cache / "torch-pch" / "cpu" / "pch" / "torch" / "extension.h.gch").is_dir()
     assert len(events(outs[0][1] + outs[1][1], "kernelbench.pch_ready")) == 1  # built once
+
+    again, stderr = start_eval(config, "elementwise_add", base / "state-again").communicate(timeout=600)
+    result = json.loads(again)
+    assert result["status"] == "OK", stderr[-3000:]
+    assert result["compile"]["cache_hit"] and result["phase_seconds"].get("build.replayed") == 1, result
+    assert build_seconds(result) < 0.5, result["stages"]
+    print(f"cache hit: build stage {build_seconds(result):.3f} s")
