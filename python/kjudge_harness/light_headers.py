@@ -4,9 +4,10 @@ Python: ~28 CPU-s of front end), though the bindings live in main.cpp; the .cu n
 what load_inline itself puts first in it, <torch/types.h> (ATen, the tensor factories: ~15 CPU-s).
 
 First try: nvcc alone finds a shadow torch/extension.h that includes only <torch/types.h> (an -I
-directory in front of torch's -isystem ones; main.cpp and the flags are otherwise unchanged).
-When that does not compile (the .cu used something only the full header declares), the build is
-redone exactly as load_inline would do it. Same source, same flags, so the same semantics: a
+directory in front of torch's -isystem ones, given through NVCC_PREPEND_FLAGS so load_inline's
+arguments, its extension version and main.cpp's command line stay as they are). When that does not
+compile (the .cu used something only the full header declares), the build is redone exactly as
+load_inline would do it: ninja recompiles only the .cu, main.o is up to date. Same source, same flags, so the same semantics: a
 name the light header lacks is a compile error, never a different overload."""
 import os
 
@@ -33,11 +34,16 @@ def build(load_inline, bound, ext_dir):
     """(module, mode): mode is "light", "full" (the light try failed) or "" (no CUDA file)."""
     if not _has_cuda(bound):
         return load_inline(**bound), ""
-    light = dict(bound)
-    light["extra_cuda_cflags"] = ["-I" + shadow_dir(ext_dir)] + list(bound.get("extra_cuda_cflags") or [])
+    saved = os.environ.get("NVCC_PREPEND_FLAGS")
+    os.environ["NVCC_PREPEND_FLAGS"] = f"-I{shadow_dir(ext_dir)} {saved or ''}".strip()
     try:
-        return load_inline(**light), "light"
+        return load_inline(**bound), "light"
     except RuntimeError as exc:  # "Error building extension ...": the full headers decide
         if "cuda.cu" not in str(exc):
             raise  # main.cpp or the link failed: the light header is not why
-        return load_inline(**bound), "full"
+    finally:
+        if saved is None:
+            os.environ.pop("NVCC_PREPEND_FLAGS", None)
+        else:
+            os.environ["NVCC_PREPEND_FLAGS"] = saved
+    return load_inline(**bound), "full"
