@@ -55,7 +55,7 @@ def test_concurrent_first_uses_wait_for_one_pch(tmp_path):
         assert not events(stderr, "kernelbench.pch_failed"), stderr[-3000:]  # warn: kjudge eval shows it
         result = json.loads(stdout)
         assert result["status"] == "OK", result
-        waits.append(result["phase_seconds"]["build.pch_wait"])
+        waits.append(result["phaseSeconds"]["build.pch_wait"])
     assert not (cache / "torch-pch" / "cpu.failed").exists()
     assert (cache / "torch-pch" / "cpu" / "pch" / "torch" / "extension.h.gch").is_dir()
     # one job built the header, the other waited for it (the header takes minutes, not seconds)
@@ -63,6 +63,6 @@ def test_concurrent_first_uses_wait_for_one_pch(tmp_path):
     again, stderr = start_eval(config, "elementwise_add", base / "state-again").communicate(timeout=600)
     result = json.loads(again)
     assert result["status"] == "OK", stderr[-3000:]
-    assert result["compile"]["cache_hit"] and result["phase_seconds"].get("build.replayed") == 1, result
+    assert result["compile"].get("cacheHit") and result["phaseSeconds"].get("build.replayed") == 1, result
     assert build_seconds(result) < 0.5, result["stages"]
     print(f"cache hit: build stage {build_seconds(result):.3f} s")
