@@ -50,6 +50,8 @@ def run(request, report):
             report["init_probe"] = f"{type(exc).__name__}: {exc}"[:500]
     phases.mark("init_probe")
     report["extensions"] = hooks.records
+    import torch  # already imported by the candidate and the hooks
+    report["torch"] = {"version": torch.__version__, "file": torch.__file__}  # the daemon's build memo
     with open(request["manifest_path"], "w") as f:
         json.dump(hooks.records, f)
     report["ok"] = True

@@ -12,6 +12,8 @@ import os
 import torch
 import torch.utils.cpp_extension as cpp_extension
 
+from . import light_headers
+
 _IGNORED = {"verbose", "build_directory", "keep_intermediates"}
 _REAL_LOAD_INLINE = cpp_extension.load_inline
 
@@ -64,13 +66,25 @@ class BuildHooks:
         os.makedirs(build_dir, exist_ok=True)
         bound["build_directory"] = build_dir
         bound["verbose"] = False
-        if self.pch_dir and os.path.isdir(self.pch_dir):
+        pch = bool(self.pch_dir and os.path.isdir(self.pch_dir))
+        if pch:
             # A precompiled torch/extension.h found first on the include path (GCC looks for
             # <header>.gch beside each candidate header); ignored silently if flags differ.
             bound["extra_include_paths"] = [self.pch_dir] + list(bound.get("extra_include_paths") or [])
-        module = _REAL_LOAD_INLINE(**bound)
-        self.records.append({"key": key, "name": bound["name"], "so": _so_in(build_dir), "cache_hit": False})
+        module, mode = light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir)
+        self.records.append({"key": key, "name": bound["name"], "so": _so_in(build_dir), "cache_hit": False,
+                             "pch": pch, "cuda_headers": mode, "gencodes": gencodes(build_dir)})
         return module
+
+
+def gencodes(build_dir):
+    """The -gencode flags nvcc got (one per architecture built), from the build.ninja."""
+    try:
+        with open(os.path.join(build_dir, "build.ninja")) as f:
+            return sorted({a for line in f if line.startswith("cuda_cflags") for a in line.split()
+                           if a.startswith("-gencode")})
+    except OSError:
+        return []
 
 
 class PrebuiltHooks:

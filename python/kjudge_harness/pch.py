@@ -37,7 +37,7 @@ def run(request, report):
     gch = os.path.join(out_dir, "pch", "torch", "extension.h.gch")
     os.makedirs(gch, exist_ok=True)
     os.symlink(header, os.path.join(out_dir, "pch", "torch", "extension.h"))
-    for name in request.get("variants", ["O0", "O3"]):
+    for name in request.get("variants", ["O0", "O2", "O3"]):
         cmd = [os.environ.get("CXX", "c++"), "-x", "c++-header"] + cflags + VARIANTS[name] + [
             header, "-o", os.path.join(gch, name + ".gch")]
         subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -19,6 +19,7 @@
 #include "pipeline/harness_step.h"
 #include "pipeline/inputs.h"
 #include "pipeline/kernelbench_baseline_cache.h"
+#include "pipeline/kernelbench_build.h"
 #include "pipeline/kernelbench_checks.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/pipeline_util.h"
@@ -61,105 +62,12 @@ const char* precision_name(v1::Precision p) {
   }
 }
 
-fs::path cache_root(const Config& cfg) {
-  return cfg.kernelbench.cache_dir.empty() ? cfg.state_dir / "cache" : cfg.kernelbench.cache_dir;
-}
-
-// Directories under the cache that sandboxes may enter by exact name but not list (0711): a
-// candidate learns nothing about other jobs' builds unless it already knows their sources.
-fs::path private_dir(const fs::path& p) {
-  fs::create_directories(p);
-  ::chmod(p.c_str(), 0711);
-  return p;
-}
-
 // The last non-empty line of an error text (a traceback's is the exception itself).
 std::string last_line(const std::string& text) {
   auto end = text.find_last_not_of(" \n");
   if (end == std::string::npos) return text;
   auto start = text.rfind('\n', end);
   return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
-}
-
-// TORCH_CUDA_ARCH_LIST for builds: the config's, else the GPU's compute capability (asked once).
-std::string cuda_arch_list(const Config& cfg) {
-  if (!cfg.kernelbench.cuda_arch_list.empty()) return cfg.kernelbench.cuda_arch_list;
-  static std::once_flag once;
-  static std::string detected;
-  std::call_once(once, [] {
-    if (FILE* p = ::popen("nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null", "r")) {
-      std::array<char, 64> buf{};
-      if (std::fgets(buf.data(), buf.size(), p)) detected = buf.data();
-      ::pclose(p);
-    }
-    while (!detected.empty() && (detected.back() == '\n' || detected.back() == ' ')) detected.pop_back();
-  });
-  return detected;
-}
-
-// The precompiled torch/extension.h for C++ builds, made once per cache dir and torch install
-// (a compile-sandbox step of its own). Empty path when disabled or when making it failed: builds
-// are then just slower.
-fs::path ensure_pch(const Config& cfg, bool with_cuda) {
-  if (!cfg.kernelbench.precompiled_header) return {};
-  static std::mutex mu;
-  std::lock_guard lock(mu);
-  const fs::path dir = private_dir(cache_root(cfg) / "torch-pch") / (with_cuda ? "cuda" : "cpu");
-  if (fs::exists(dir / "pch" / "torch" / "extension.h.gch")) return dir / "pch";
-  if (fs::exists(dir.string() + ".failed")) return {};
-  const fs::path work = dir.string() + fmt::format(".tmp{}", ::getpid());
-  fs::remove_all(work);
-  fs::create_directories(work);
-  ::chown(work.c_str(), sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid));
-  HarnessRun run;
-  run.role = "pch";
-  run.job_dir = work;
-  run.request = {{"pch_out", "/job"}, {"with_cuda", with_cuda}};
-  run.wall_ms = 600'000;
-  run.file_size_bytes = 4ull << 30;
-  const auto step = run_harness(cfg, run);
-  if (step.sandbox.outcome == kjsandbox::Outcome::Exited && step.report && step.report->value("ok", false)) {
-    fs::remove_all(work / "probe");
-    fs::remove(work / "pch_request.json");
-    fs::remove(work / "pch_report.json");
-    std::error_code ec;
-    fs::rename(work, dir, ec);
-    if (!ec) {
-      log::info("kernelbench.pch_ready", {{"dir", dir.string()}});
-      return dir / "pch";
-    }
-  }
-  log::warn("kernelbench.pch_failed", {{"stderr", tail(step.sandbox.stderr_data, 500)},
-                                       {"error", step.report ? step.report->value("error", "") : "no report"}});
-  fs::remove_all(work);
-  std::ofstream(dir.string() + ".failed") << "delete this file to retry\n";
-  return {};
-}
-
-// Fresh builds move into the cache (content-addressed by the harness's key); the manifest the
-// candidate gets names only cache paths, each bound read-only into its sandbox.
-json publish_builds(const json& records, const fs::path& build_dir, const fs::path& ext_cache,
-                    std::vector<kjsandbox::BindMount>& binds) {
-  json out = json::array();
-  for (const auto& rec : records) {
-    const std::string key = rec.value("key", ""), so = rec.value("so", "");
-    if (key.size() != 32 || key.find_first_not_of("0123456789abcdef") != std::string::npos || so.empty()) continue;
-    const fs::path so_name = fs::path(so).filename();
-    const fs::path dst = ext_cache / key;
-    if (!rec.value("cache_hit", false) && !fs::exists(dst)) {
-      const fs::path src = build_dir / "ext" / key;
-      const fs::path tmp = dst.string() + fmt::format(".tmp{}", ::getpid()) + random_suffix();
-      std::error_code ec;
-      fs::copy(src, tmp, fs::copy_options::recursive, ec);
-      if (!ec) fs::rename(tmp, dst, ec);
-      if (ec) fs::remove_all(tmp);
-    }
-    if (!fs::exists(dst / so_name)) continue;
-    const std::string in_sandbox = "/ext/" + key;
-    binds.push_back({dst.string(), in_sandbox, false});
-    out.push_back({{"key", key}, {"name", rec.value("name", "")}, {"so", in_sandbox + "/" + so_name.string()}});
-  }
-  return out;
 }
 
 v1::TimingStats stats_of(const json& timing) {
@@ -189,13 +97,6 @@ void clean_overheads(const json& timing, const std::vector<ClockMark>& marks, do
     std::sort(gap.begin(), gap.end());
     wall_gap = std::max(0.0, gap[gap.size() / 2]);
   }
-}
-
-// The harness's own phase times (what inside a stage took the time), prefixed by its role.
-void add_phases(v1::Result& r, const std::string& role, const json& report) {
-  if (!report.contains("phase_seconds") || !report["phase_seconds"].is_object()) return;
-  for (const auto& [name, v] : report["phase_seconds"].items())
-    if (v.is_number()) (*r.mutable_phase_seconds())[role + "." + name] = v.get<double>();
 }
 
 
@@ -234,60 +135,15 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
 
   // 1-2. Static policy and build (compile sandbox, no GPU).
   clock.start(v1::STAGE_BUILD);
-  const fs::path ext_cache = private_dir(cache_root(cfg) / "torch-ext");
-  const std::string arch = gpu && backend != "triton" ? cuda_arch_list(cfg) : "";
-  // C++ (cpu backend) builds only: for cuda the header's flags differ per TU and the variant was
-  // not verified on a GPU node yet.
-  const fs::path pch = backend == "cpu" ? ensure_pch(cfg, false) : fs::path();
-  HarnessRun b;
-  b.role = "build";
-  b.job_dir = build_dir;
-  b.wall_ms = compile_ms;
-  b.output_bytes = output_bytes;
-  b.binds.push_back({ext_cache.string(), "/cache/ext", false});
-  if (!pch.empty()) b.binds.push_back({pch.string(), "/cache/pch", false});
-  json policy_overrides = json::object();
-  for (const auto& [k, v] : job.options().policy_overrides()) policy_overrides[k] = v;
-  b.request = {{"backend", backend},
-               {"candidate_path", "/job/candidate.py"},
-               {"reference_path", "/job/reference.py"},
-               {"size_overrides", overrides},
-               {"ext_dir", "/job/ext"},
-               {"cache_dir", "/cache/ext"},
-               {"pch_dir", pch.empty() ? "" : "/cache/pch"},
-               {"manifest_path", "/job/manifest.json"},
-               {"arch_list", arch},
-               {"policy_overrides", policy_overrides}};
-  if (completion) b.request["completion_path"] = "/job/completion.md";
-  const auto build = run_harness(cfg, b);
-  if (build.report) add_phases(r, "build", *build.report);
-  auto* compile = r.mutable_compile();
-  compile->set_seconds(build.sandbox.wall_seconds);
-  const std::string build_error = build.report ? build.report->value("error", "") : "";
-  bool truncated = false;
-  compile->set_log(truncate_log(build_error.empty() ? tail(build.sandbox.stderr_data, 8000) : build_error, truncated));
-  compile->set_log_truncated(truncated);
-  if (build.report && build.report->contains("static_policy")) {
-    const auto& pol = (*build.report)["static_policy"];
-    for (const auto& f : pol.value("findings", json::array()))
-      if (f.value("severity", "") == "flag") r.mutable_legality()->add_flags("static:" + f.value("rule", ""));
-    if (auto d = decide_static_policy(pol, r)) {
-      r.set_stage_reached(v1::STAGE_STATIC_POLICY);
-      return fail(*d);
-    }
+  const KernelBenchBuild built = build_kernelbench(
+      job, cfg, {backend, build_dir, completion, overrides, compile_ms, output_bytes}, r);
+  if (built.failure) {
+    detail = built.detail;
+    return fail(*built.failure);
   }
-  if (auto d = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true, compile_ms,
-                                build.host_fault)) {
-    detail = compile->log();
-    return fail(*d);
-  }
-  compile->set_ok(true);
-  bool all_hits = true;
-  for (const auto& rec : build.report->value("extensions", json::array())) all_hits &= rec.value("cache_hit", false);
-  compile->set_cache_hit(all_hits && !build.report->value("extensions", json::array()).empty());
-  std::vector<kjsandbox::BindMount> ext_binds;
-  const json manifest = publish_builds(build.report->value("extensions", json::array()), build_dir, ext_cache, ext_binds);
-  ws.write_file(cand_dir / "manifest.json", manifest.dump());
+  const std::string& arch = built.arch;
+  const std::vector<kjsandbox::BindMount>& ext_binds = built.binds;
+  ws.write_file(cand_dir / "manifest.json", built.manifest.dump());
 
   // 3. The tenant's trusted worker: the problem's sets made on its device from secret seeds
   // (compat: KernelBench's), the expected outputs kept there, the baseline when not cached. The
@@ -319,7 +175,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   Tolerance tol = prec == v1::FP16 || prec == v1::BF16_PRECISION ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-4};
   if (compat) tol.scale_aware = false, tol.nan_equal = false;  // torch.allclose exactly
   if (job.options().has_tolerance()) tol = {job.options().tolerance().atol(), job.options().tolerance().rtol()};
-  const KernelBenchBaselineCache baselines(private_dir(cache_root(cfg) / "kb-baseline"), task, compat, timing);
+  const KernelBenchBaselineCache baselines(private_dir(kernelbench_cache_root(cfg) / "kb-baseline"), task, compat, timing);
   WorkerJob wjob(trusted_worker(cfg, job.tenant(), gpu), job.job_id(), task.reference_py(),
                  sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid));
   json prep_req = {{"backend", backend},        {"precision", precision_name(task.precision())},

@@ -1,0 +1,265 @@
+#include "pipeline/kernelbench_build.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "common/log.h"
+#include "pipeline/engine_checks.h"
+#include "pipeline/gpu_lock.h"
+#include "pipeline/kernelbench_build_memo.h"
+#include "pipeline/pipeline_util.h"
+#include "pipeline/workspace.h"
+
+namespace kj {
+namespace v1 = kjudge::v1;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path kernelbench_cache_root(const Config& cfg) {
+  return cfg.kernelbench.cache_dir.empty() ? cfg.state_dir / "cache" : cfg.kernelbench.cache_dir;
+}
+
+fs::path private_dir(const fs::path& p) {
+  fs::create_directories(p);
+  ::chmod(p.c_str(), 0711);
+  return p;
+}
+
+void add_phases(v1::Result& r, const std::string& role, const nlohmann::json& report) {
+  if (!report.contains("phase_seconds") || !report["phase_seconds"].is_object()) return;
+  for (const auto& [name, v] : report["phase_seconds"].items())
+    if (v.is_number()) (*r.mutable_phase_seconds())[role + "." + name] = v.get<double>();
+}
+
+namespace {
+
+// TORCH_CUDA_ARCH_LIST for builds: the config's, else the GPU's compute capability (asked once).
+// One architecture: the harness builds that gencode only.
+std::string cuda_arch_list(const Config& cfg) {
+  if (!cfg.kernelbench.cuda_arch_list.empty()) return cfg.kernelbench.cuda_arch_list;
+  static std::once_flag once;
+  static std::string detected;
+  std::call_once(once, [] {
+    if (FILE* p = ::popen("nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null", "r")) {
+      std::array<char, 64> buf{};
+      if (std::fgets(buf.data(), buf.size(), p)) detected = buf.data();
+      ::pclose(p);
+    }
+    while (!detected.empty() && (detected.back() == '\n' || detected.back() == ' ')) detected.pop_back();
+  });
+  return detected;
+}
+
+bool pch_ready(const fs::path& dir) { return fs::exists(dir / "pch" / "torch" / "extension.h.gch"); }
+
+// One pch role run into a private work dir, renamed into place when it succeeded.
+fs::path make_pch(const Config& cfg, const fs::path& dir, bool with_cuda) {
+  const fs::path work = dir.string() + fmt::format(".tmp{}", ::getpid()) + random_suffix();
+  fs::remove_all(work);
+  fs::create_directories(work);
+  ::chown(work.c_str(), sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid));
+  HarnessRun run;
+  run.role = "pch";
+  run.job_dir = work;
+  run.request = {{"pch_out", "/job"}, {"with_cuda", with_cuda}};
+  run.wall_ms = 1'800'000;  // once per node; a loaded 2-core machine needs ~10 min for three variants
+  run.file_size_bytes = 4ull << 30;
+  const auto step = run_harness(cfg, run);
+  if (step.sandbox.outcome == kjsandbox::Outcome::Exited && step.report && step.report->value("ok", false)) {
+    fs::remove_all(work / "probe");
+    fs::remove(work / "pch_request.json");
+    fs::remove(work / "pch_report.json");
+    std::error_code ec;
+    fs::rename(work, dir, ec);
+    if (!ec) {
+      log::info("kernelbench.pch_ready", {{"dir", dir.string()}});
+      return dir / "pch";
+    }
+  }
+  log::warn("kernelbench.pch_failed", {{"stderr", tail(step.sandbox.stderr_data, 500)},
+                                       {"error", step.report ? step.report->value("error", "") : "no report"}});
+  fs::remove_all(work);
+  std::ofstream(dir.string() + ".failed") << "delete this file to retry\n";
+  return {};
+}
+
+struct Pch {
+  fs::path dir;        // empty: disabled, or making it failed (builds are then just slower)
+  double waited = 0;   // seconds this job waited for another's build of it
+};
+
+// The precompiled torch/extension.h for the binding file (main.cpp, compiled by g++ on every
+// backend), made once per cache dir, torch install and variant. Concurrent first users, in this
+// process or others sharing the cache dir, wait on one flock while one of them builds it.
+Pch ensure_pch(const Config& cfg, bool with_cuda) {
+  if (!cfg.kernelbench.precompiled_header) return {};
+  const fs::path root = private_dir(kernelbench_cache_root(cfg) / "torch-pch");
+  const std::string variant = with_cuda ? "cuda" : "cpu";
+  const fs::path dir = root / variant;
+  if (pch_ready(dir)) return {dir / "pch", 0};
+  GpuLock lock(root / (variant + ".lock"));  // a plain flock: held while the header is built
+  if (pch_ready(dir)) return {dir / "pch", lock.seconds_waited()};
+  if (fs::exists(dir.string() + ".failed")) return {{}, lock.seconds_waited()};
+  return {make_pch(cfg, dir, with_cuda), lock.seconds_waited()};
+}
+
+bool valid_key(const std::string& key) {
+  return key.size() == 32 && key.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// Fresh builds move into the cache (content-addressed by the harness's key); the manifest the
+// candidate gets names only cache paths, each bound read-only into its sandbox.
+json publish_builds(const json& records, const fs::path& build_dir, const fs::path& ext_cache,
+                    std::vector<kjsandbox::BindMount>& binds) {
+  json out = json::array();
+  for (const auto& rec : records) {
+    const std::string key = rec.value("key", ""), so = rec.value("so", "");
+    if (!valid_key(key) || so.empty()) continue;
+    const fs::path so_name = fs::path(so).filename();
+    const fs::path dst = ext_cache / key;
+    if (!rec.value("cache_hit", false) && !fs::exists(dst)) {
+      const fs::path src = build_dir / "ext" / key;
+      const fs::path tmp = dst.string() + fmt::format(".tmp{}", ::getpid()) + random_suffix();
+      std::error_code ec;
+      fs::copy(src, tmp, fs::copy_options::recursive, ec);
+      if (!ec) fs::rename(tmp, dst, ec);
+      if (ec) fs::remove_all(tmp);
+    }
+    if (!fs::exists(dst / so_name)) continue;
+    const std::string in_sandbox = "/ext/" + key;
+    binds.push_back({dst.string(), in_sandbox, false});
+    out.push_back({{"key", key}, {"name", rec.value("name", "")}, {"so", in_sandbox + "/" + so_name.string()}});
+  }
+  return out;
+}
+
+json build_request(const v1::Job& job, const KernelBenchBuildInput& in, const std::string& arch, bool pch) {
+  json policy_overrides = json::object();
+  for (const auto& [k, v] : job.options().policy_overrides()) policy_overrides[k] = v;
+  json req = {{"backend", in.backend},
+              {"candidate_path", "/job/candidate.py"},
+              {"reference_path", "/job/reference.py"},
+              {"size_overrides", in.size_overrides},
+              {"ext_dir", "/job/ext"},
+              {"cache_dir", "/cache/ext"},
+              {"pch_dir", pch ? "/cache/pch" : ""},
+              {"manifest_path", "/job/manifest.json"},
+              {"arch_list", arch},
+              {"policy_overrides", policy_overrides}};
+  if (in.completion) req["completion_path"] = "/job/completion.md";
+  return req;
+}
+
+void record_compile(const HarnessStep& build, v1::Result& r) {
+  auto* compile = r.mutable_compile();
+  compile->set_seconds(build.sandbox.wall_seconds);
+  const std::string error = build.report ? build.report->value("error", "") : "";
+  bool truncated = false;
+  compile->set_log(truncate_log(error.empty() ? tail(build.sandbox.stderr_data, 8000) : error, truncated));
+  compile->set_log_truncated(truncated);
+}
+
+// The static policy's flags go into the legality report; its reject decides the job.
+std::optional<Decision> apply_static_policy(const HarnessStep& build, v1::Result& r) {
+  if (!build.report || !build.report->contains("static_policy")) return std::nullopt;
+  const auto& pol = (*build.report)["static_policy"];
+  for (const auto& f : pol.value("findings", json::array()))
+    if (f.value("severity", "") == "flag") r.mutable_legality()->add_flags("static:" + f.value("rule", ""));
+  auto d = decide_static_policy(pol, r);
+  if (d) r.set_stage_reached(v1::STAGE_STATIC_POLICY);
+  return d;
+}
+
+bool all_cache_hits(const json& records) {
+  bool all = !records.empty();
+  for (const auto& rec : records) all &= rec.value("cache_hit", false);
+  return all;
+}
+
+BuildMemo build_memo(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const std::string& arch) {
+  const auto& task = job.kernelbench();
+  json policy_overrides = json::object();
+  for (const auto& [k, v] : job.options().policy_overrides()) policy_overrides[k] = v;
+  return BuildMemo(private_dir(kernelbench_cache_root(cfg) / "kb-build"),
+                   {in.completion ? task.completion() : task.model_new_py(), in.completion, task.reference_py(),
+                    in.size_overrides, policy_overrides, in.backend, arch, cfg.kernelbench.python.string(),
+                    cfg.kernelbench.harness_dir.string()});
+}
+
+// A remembered build whose extensions are all still in the cache: no sandbox, no torch import.
+bool replay(const json& memo, const KernelBenchBuildInput& in, const fs::path& ext_cache, KernelBenchBuild& out,
+            v1::Result& r) {
+  const json records = memo.value("extensions", json::array());
+  json manifest = publish_builds(records, in.build_dir, ext_cache, out.binds);
+  if (manifest.size() != records.size()) {
+    out.binds.clear();
+    return false;
+  }
+  if (in.completion) std::ofstream(in.build_dir / "candidate.py") << memo.value("candidate_py", "");
+  HarnessStep step;
+  step.report = json{{"static_policy", memo.value("static_policy", json::object())}};
+  apply_static_policy(step, r);
+  r.mutable_compile()->set_ok(true);
+  r.mutable_compile()->set_cache_hit(true);
+  (*r.mutable_phase_seconds())["build.replayed"] = 1;
+  out.manifest = std::move(manifest);
+  return true;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
+                                   v1::Result& r) {
+  KernelBenchBuild out;
+  const bool gpu = in.backend != "cpu";
+  out.arch = gpu && in.backend != "triton" ? cuda_arch_list(cfg) : "";
+  const fs::path ext_cache = private_dir(kernelbench_cache_root(cfg) / "torch-ext");
+  const BuildMemo memo = build_memo(job, cfg, in, out.arch);
+  if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) return out;
+  // The binding file is C++ on the cpu and cuda backends alike (g++, load_inline's cflags).
+  const Pch pch = in.backend == "cpu" || in.backend == "cuda" ? ensure_pch(cfg, in.backend == "cuda") : Pch{};
+  if (cfg.kernelbench.precompiled_header && (in.backend == "cpu" || in.backend == "cuda"))
+    (*r.mutable_phase_seconds())["build.pch_wait"] = pch.waited;
+  HarnessRun b;
+  b.role = "build";
+  b.job_dir = in.build_dir;
+  b.wall_ms = in.compile_ms;
+  b.output_bytes = in.output_bytes;
+  b.binds.push_back({ext_cache.string(), "/cache/ext", false});
+  if (!pch.dir.empty()) b.binds.push_back({pch.dir.string(), "/cache/pch", false});
+  b.request = build_request(job, in, out.arch, !pch.dir.empty());
+  log::info("kernelbench.build", {{"job_id", job.job_id()}, {"backend", in.backend},
+                                  {"pch", pch.dir.string()}, {"pch_wait_s", pch.waited}});
+  const auto build = run_harness(cfg, b);
+  if (build.report) add_phases(r, "build", *build.report);
+  record_compile(build, r);
+  if ((out.failure = apply_static_policy(build, r))) return out;
+  if ((out.failure = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true,
+                                    in.compile_ms, build.host_fault))) {
+    out.detail = r.compile().log();
+    return out;
+  }
+  r.mutable_compile()->set_ok(true);
+  const json records = build.report->value("extensions", json::array());
+  r.mutable_compile()->set_cache_hit(all_cache_hits(records));
+  out.manifest = publish_builds(records, in.build_dir, ext_cache, out.binds);
+  if (out.manifest.size() == records.size())
+    memo.store(*build.report, in.completion ? read_text(in.build_dir / "candidate.py") : "");
+  return out;
+}
+
+}  // namespace kj

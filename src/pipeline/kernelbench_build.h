@@ -1,0 +1,53 @@
+// KernelBench-format jobs, stages 1-2: the static policy and the build, in the compile sandbox
+// (no GPU). Extensions are content-addressed in <cache>/torch-ext (the harness's key), shared by
+// every job of the node; the precompiled torch/extension.h in <cache>/torch-pch is made once per
+// node and variant, concurrent first users waiting on one flock for one build.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kjudge/v1/job.pb.h"
+#include "kjudge/v1/result.pb.h"
+#include "pipeline/harness_step.h"
+#include "pipeline/judge.h"
+#include "pipeline/verdict.h"
+
+namespace kj {
+
+// <kernelbench.cache_dir or state_dir/cache>: what every job of the node shares.
+std::filesystem::path kernelbench_cache_root(const Config& cfg);
+
+// A directory sandboxes may enter by exact name but not list (0711), created if missing.
+std::filesystem::path private_dir(const std::filesystem::path& p);
+
+// The harness's own phase times, prefixed by its role ("build.import").
+void add_phases(kjudge::v1::Result& r, const std::string& role, const nlohmann::json& report);
+
+struct KernelBenchBuildInput {
+  std::string backend;                    // "cuda", "cpu", "triton", ...
+  std::filesystem::path build_dir;        // the job's build party dir (candidate.py, reference.py)
+  bool completion = false;                // build_dir holds completion.md, not candidate.py
+  nlohmann::json size_overrides = nlohmann::json::object();
+  std::uint32_t compile_ms = 0;
+  std::uint64_t output_bytes = 0;
+};
+
+struct KernelBenchBuild {
+  std::optional<Decision> failure;          // the job's verdict when the build stage decided it
+  std::string detail;                       // compile log worth showing in feedback
+  nlohmann::json manifest = nlohmann::json::array();  // for the candidate: key, name, /ext/<key>/<so>
+  std::vector<kjsandbox::BindMount> binds;  // each extension's cache dir, read-only at /ext/<key>
+  std::string arch;                         // TORCH_CUDA_ARCH_LIST the extensions were built for
+};
+
+// Runs the build role and publishes its extensions into the cache; fills r's compile report,
+// static-policy flags and build phases.
+KernelBenchBuild build_kernelbench(const kjudge::v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
+                                   kjudge::v1::Result& r);
+
+}  // namespace kj

@@ -1,0 +1,39 @@
+// The build stage's outcome remembered per job inputs: a job whose candidate (or completion),
+// reference, size and policy overrides, backend and architecture were built before on this node
+// skips the build sandbox (and its torch import) and gets the same extensions from the cache.
+// Only successful builds are remembered, with the torch install they were made with (the stamp
+// of torch's own file): a different torch is a miss. The candidate role still loads each
+// extension by the key of its own load_inline call, so a replay can never hand it another binary.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kj {
+
+struct BuildMemoInputs {
+  std::string candidate;         // candidate.py or completion.md text
+  bool completion = false;
+  std::string reference;
+  nlohmann::json size_overrides;
+  nlohmann::json policy_overrides;
+  std::string backend, arch;
+  std::string python, harness_dir;
+};
+
+class BuildMemo {
+ public:
+  BuildMemo(const std::filesystem::path& dir, const BuildMemoInputs& in);
+  // {static_policy, extensions, candidate_py} of an earlier successful build, if its torch is still there.
+  std::optional<nlohmann::json> lookup() const;
+  // The build report's facts; torch = {"file", ...} as the harness reported it.
+  void store(const nlohmann::json& report, const std::string& candidate_py) const;
+
+ private:
+  std::filesystem::path file_;
+};
+
+}  // namespace kj
