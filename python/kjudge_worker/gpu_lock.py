@@ -1,13 +1,16 @@
-"""The node's per-GPU lock (the same flock file kjudged's native jobs take): held only around
-timed loops, the reference's baseline and the candidate's, so everything else overlaps."""
+"""The node's per-GPU lock (the flock file kjudged's native jobs take). Timed loops (the
+reference's baseline, a candidate's loop) hold it exclusively; the worker's own GPU work (making
+sets, copying them out, comparing) holds it shared, so that work overlaps with itself but never
+with a timed loop. A turnstile file in front keeps a waiting timed loop from being starved by a
+stream of shared holders."""
 import fcntl
 import os
 import time
 
 
 class GpuLock:
-    def __init__(self, path):
-        self.path = path
+    def __init__(self, path, shared=False):
+        self.path, self.shared = path, shared
         self.fd = None
 
     def acquire(self):
@@ -15,8 +18,13 @@ class GpuLock:
         if not self.path or self.fd is not None:
             return 0.0
         t0 = time.monotonic()
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        gate = os.open(self.path + ".turnstile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            fcntl.flock(fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
+        finally:
+            os.close(gate)  # through the turnstile: the next in line may go
         self.fd = fd
         return time.monotonic() - t0
 

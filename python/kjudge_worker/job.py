@@ -84,7 +84,8 @@ class Job:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        values, out = self.problem.make_set(entry["seed"], entry.get("transform"))
+        with GpuLock(self.lock_path, shared=True):
+            values, out = self.problem.make_set(entry["seed"], entry.get("transform"))
         self.cache.put(key, (values, out), nbytes(values) + out.numel() * out.element_size())
         return values, out
 
@@ -138,6 +139,9 @@ class Job:
                         break
                     op = msg.get("op")
                     try:
+                        if held_since is not None and op in ("inputs", "output", "audit"):
+                            # the worker's GPU work waits for timed loops: asked inside one, it never starts
+                            raise ValueError(f"{op} while holding the GPU lock")
                         if op == "inputs":
                             self.send_inputs(conn, msg, shared)
                         elif op in ("output", "audit"):
@@ -183,9 +187,11 @@ class Job:
         values, _ = self.set_values(entry)
         descs, fds, holders, copies = [], [], [], []
         try:
-            for v in values:
-                if isinstance(v, torch.Tensor):
-                    fd, holder = transport.export(v)
+            with GpuLock(self.lock_path, shared=True):
+                exported = [transport.export(v) if isinstance(v, torch.Tensor) else None for v in values]
+            for v, ex in zip(values, exported):
+                if ex is not None:
+                    fd, holder = ex
                     fds.append(fd)
                     holders.append(holder)
                     copies.append(holder.tensor(v.dtype, v.shape) if holder is not None else None)
@@ -205,13 +211,16 @@ class Job:
             # the timed loop's copies too: its harness restores every perturbation it makes
             values, _ = self.set_values(self.specs[k])
             tensors = [v for v in values if isinstance(v, torch.Tensor)]
-            if any(c is not None and not compare.identical(c, v) for c, v in zip(copies, tensors)):
+            with GpuLock(self.lock_path, shared=True):
+                changed = any(c is not None and not compare.identical(c, v) for c, v in zip(copies, tensors))
+            if changed:
                 self.results["flags"].append("inputs_mutated_during_timing" if timing_copy
                                              else f"inputs_mutated:{self.specs[k]['name']}")
         del copies
         for h in holders:
             if h is not None:
                 h.close()
+        transport.release_cached(self.device)
 
     def take_output(self, op, msg, fds, shared):
         desc = msg.get("desc") or {}
@@ -233,9 +242,11 @@ class Job:
         actual, holder = transport.open_shared(fds[0], desc, self.device, "read")
         try:
             values, expected = self.set_values(entry)
-            if op == "audit":
-                expected = self.problem.perturbed_output(values, int(self.timing_cfg.get("perturb_seed", 0)), call)
-            slot[key] = compare.described(expected, actual, desc, self.request["tolerance"])
+            with GpuLock(self.lock_path, shared=True):
+                if op == "audit":
+                    expected = self.problem.perturbed_output(values, int(self.timing_cfg.get("perturb_seed", 0)),
+                                                             call)
+                slot[key] = compare.described(expected, actual, desc, self.request["tolerance"])
         finally:
             del actual
             if holder is not None:

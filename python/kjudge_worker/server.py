@@ -13,7 +13,7 @@ import torch
 
 from kjudge_harness import node_identity
 
-from . import problems
+from . import problems, transport
 from .job import Job, JobError
 
 
@@ -78,6 +78,7 @@ class Worker:
         job = Job(req, problem, self.cache, self.device, self.lock_path)
         with self.making_sets:
             report = job.prepare()
+            transport.release_cached(self.device)
         report["device_total_bytes"] = self.total_bytes if self.device.type == "cuda" else 0
         phases["sets"] = time.perf_counter() - t0 - phases["reference_init"]
         report.update({"ok": True, "node_identity": self.identity, "torch_version": torch.__version__,

@@ -109,8 +109,11 @@ class VmmBuffer:
         torch.cuda.set_device(device)  # the driver calls below need torch's context current in this thread
         size = d.round_up(nbytes, device)
         handle = ctypes.c_ulonglong()
-        d.check(d.lib.cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(d.prop(device)),
-                                  ctypes.c_ulonglong(0)), "cuMemCreate")
+        args = (ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(d.prop(device)), ctypes.c_ulonglong(0))
+        if d.lib.cuMemCreate(*args) != 0:
+            # torch's caching allocator keeps what it freed; VMM allocations come from outside it
+            torch.cuda.empty_cache()
+            d.check(d.lib.cuMemCreate(*args), "cuMemCreate")
         return cls._mapped(handle, size, device, PROT_READWRITE)
 
     @classmethod
@@ -215,6 +218,13 @@ class HostBuffer:
 
     def close(self):
         self.mm = None  # the mapping goes with its last tensor
+
+
+def release_cached(device):
+    """Give torch's cached free blocks back to the device (the worker's VMM copies and the
+    candidates' processes allocate outside this process's cache)."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def export(t):

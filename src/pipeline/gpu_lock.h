@@ -1,4 +1,5 @@
-// Run slots are exclusive per GPU while they hold it (design §3): an flock on one file per node,
+// Run slots are exclusive per GPU while they hold it (design §3); the trusted workers hold it
+// exclusively around timed loops and shared around their other GPU work (docs/gpu-worker.md): an flock on one file per node,
 // taken by the native and the KernelBench pipelines alike after their builds, so compiles of
 // other jobs run ahead while one job times on the GPU, and separate processes (kjudged workers,
 // parallel `kjudge eval`s sharing a cache dir) never time on a shared GPU.

@@ -100,10 +100,13 @@ void TrustedWorker::supervise(const Config& cfg, bool gpu) {
   if (gpu) {
     const fs::path lock = gpu_lock_file(cfg);
     fs::create_directories(lock.parent_path());
-    std::ofstream(lock, std::ios::app).close();  // exists, and openable by the sandbox's user
-    fs::permissions(lock, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                              fs::perms::group_write | fs::perms::others_read | fs::perms::others_write);
-    run.binds.push_back({lock.string(), kLockInSandbox, true});
+    for (const std::string suffix : {"", ".turnstile"}) {  // the lock and the gate in front of it
+      const fs::path f = lock.string() + suffix;
+      std::ofstream(f, std::ios::app).close();  // exists, and openable by the sandbox's user
+      fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::group_write | fs::perms::others_read | fs::perms::others_write);
+      run.binds.push_back({f.string(), std::string(kLockInSandbox) + suffix, true});
+    }
     lock_arg = kLockInSandbox;
   }
   kjsandbox::Policy p = harness_policy(
