@@ -17,6 +17,8 @@ from .module_loader import load_module
 from .snapshot import InputSnapshot
 from kjudge_worker import transport
 
+POISON_DOUBLE_BELOW = 256 << 20  # outputs this large get a poisoned block of their own size only
+
 _type = type
 
 
@@ -34,12 +36,17 @@ def overlaps(a, b):
     return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
 
 
-def poison(device, nbytes):
-    """Fill memory the next allocation of this size is likely to reuse with 0xFF bytes (NaN for
-    every float type), so an output that is never written cannot hold a plausible answer."""
+def poison(device, output_nbytes):
+    """Fill memory the next allocation of the output's size is likely to reuse with 0xFF bytes (NaN
+    for every float type), so an output that is never written cannot hold a plausible answer. Twice
+    the output (room for a temporary first) unless that is large; skipped where it does not fit."""
+    nbytes = 2 * output_nbytes if output_nbytes < POISON_DOUBLE_BELOW else output_nbytes
     if nbytes <= 0:
         return
-    block = torch.empty(int(nbytes), dtype=torch.uint8, device=device)
+    try:
+        block = torch.empty(int(nbytes), dtype=torch.uint8, device=device)
+    except torch.cuda.OutOfMemoryError:
+        return
     block.fill_(0xFF)
     del block
 
@@ -103,7 +110,7 @@ def run(request, report):
             # GPU inputs are mapped read-only and checked by the worker; host ones are this
             # process's copy-on-write pages, checked here
             before = InputSnapshot(values) if device.type == "cpu" else None
-            poison(device, 2 * entry.get("output_nbytes", 0))
+            poison(device, entry.get("output_nbytes", 0))
             out = model(*values)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)

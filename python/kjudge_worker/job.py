@@ -2,6 +2,7 @@
 and the candidate's channel. The channel hands the candidate fresh shared copies of its inputs and
 takes its outputs, which are compared here, on the device; the candidate never gets an expected
 output, a comparison result or another job's data. The daemon reads the facts with `results`."""
+import contextlib
 import os
 import socket
 import threading
@@ -17,6 +18,31 @@ from .gpu_lock import GpuLock
 from .problems import finite, nbytes
 
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
+POOL_MEMORY_SHARE = 0.1   # the timing pool's inputs, as a share of device memory (at least one set)
+HEAVY_SET_SHARE = 0.02    # a set over this share of device memory is used by one job at a time
+CANDIDATE_SLACK = 1 << 30  # a candidate's context and its kernels' own temporaries
+
+
+class Heavy:
+    """The worker's lock for large sets: a set over HEAVY_SET_SHARE of the device is made, copied,
+    compared or timed by one job at a time (many jobs of 6 GB sets together would run the device out
+    of memory), and torch's cached blocks go back to the device afterwards, for the candidates.
+    `total`: the device's memory (0 on the cpu backend: nothing is heavy)."""
+
+    def __init__(self, lock, total, device):
+        self.lock, self.total, self.device = lock, total, device
+        self.threshold = HEAVY_SET_SHARE * total if total else float("inf")
+
+    @contextlib.contextmanager
+    def section(self, nbytes):
+        if nbytes < self.threshold:
+            yield
+            return
+        with self.lock:
+            try:
+                yield
+            finally:
+                transport.release_cached(self.device)
 
 
 class JobError(Exception):
@@ -24,13 +50,13 @@ class JobError(Exception):
 
 
 class Job:
-    def __init__(self, request, problem, cache, device, lock_path):
+    def __init__(self, request, problem, cache, device, lock_path, heavy):
         self.id = request["job_id"]
         self.request, self.problem, self.cache, self.device = request, problem, cache, device
-        self.lock_path = lock_path
+        self.lock_path, self.heavy = lock_path, heavy
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
-                        "protocol_errors": []}
+                        "protocol_errors": [], "worker_faults": []}
         self.done = threading.Event()
         self.listener = None
 
@@ -57,7 +83,8 @@ class Job:
             elif not self.problem.compat and declared_finite and not finite(out):
                 entry["skipped"] = "the reference itself gives NaN/Inf on this variant"
             entry["output_nbytes"] = out.numel() * out.element_size()
-            max_bytes = max(max_bytes, nbytes(values) + entry["output_nbytes"])
+            entry["input_nbytes"] = nbytes(values)
+            max_bytes = max(max_bytes, entry["input_nbytes"] + entry["output_nbytes"])
             self.specs.append(entry)
             pub = {"name": entry["name"], "index": k, "output_nbytes": entry["output_nbytes"]}
             if "skipped" in entry:
@@ -66,17 +93,38 @@ class Job:
                 pub["timing_only"] = True  # compat: timed, never compared (as KernelBench)
             public.append(pub)
             del values, out
+        total = self.heavy.total
         usable = [e["index"] for e in self.specs if "skipped" not in e]
-        pool = [k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1]
-        self.pool = pool
+        self.pool = self.timing_pool([k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1], total)
         self.audits = [int(c) for c in timing_cfg.get("audit_calls", [])]
         out_max = max((e["output_nbytes"] for e in self.specs), default=0)
-        if self.device.type == "cuda" and len(self.audits) > 1 and \
-                3 * out_max > AUDIT_MEMORY_SHARE * torch.cuda.get_device_properties(self.device).total_memory:
+        if total and len(self.audits) > 1 and 3 * out_max > AUDIT_MEMORY_SHARE * total:
             self.audits = self.audits[:1]  # the candidate keeps each audited output until its loop ends
         timing_cfg["audit_calls"] = self.audits
-        return {"sets": public, "pool": pool, "audits": self.audits, "init_inputs": self.problem.init_inputs,
-                "set_bytes_max": max_bytes}
+        return {"sets": public, "pool": self.pool, "audits": self.audits, "init_inputs": self.problem.init_inputs,
+                "set_bytes_max": max_bytes, "candidate_device_bytes": self.candidate_bytes()}
+
+    def timing_pool(self, wanted, total):
+        """The sets the timed loop rotates through: as many as the pool's share of device memory
+        holds (the candidate gets a copy of each at once), never fewer than one."""
+        pool, used = [], 0
+        for k in wanted:
+            used += self.specs[k]["input_nbytes"]
+            if pool and total and used > POOL_MEMORY_SHARE * total:
+                break
+            pool.append(k)
+        return pool
+
+    def candidate_bytes(self):
+        """Device memory one candidate of this job causes at its peak (the worker's copies it is
+        handed included): a set's inputs, its output and the poisoned block before it, or the timing
+        pool's inputs with the outputs of two calls and the audited ones it keeps."""
+        in_max = max((e["input_nbytes"] for e in self.specs), default=0)
+        out_max = max((e["output_nbytes"] for e in self.specs), default=0)
+        pool_in = sum(self.specs[k]["input_nbytes"] for k in self.pool)
+        correctness = in_max + 2 * out_max
+        timed = pool_in + (2 + len(self.audits)) * out_max
+        return int(max(correctness, timed) + CANDIDATE_SLACK)
 
     def set_values(self, entry):
         """(inputs, expected) of one set: from the cache, else made now (and cached if it fits)."""
@@ -91,6 +139,10 @@ class Job:
 
     def time_baseline(self, clock_path):
         """The reference's timed loop (eager, then torch.compile where it exists) under the GPU lock."""
+        with self.section():
+            return self.timed_baseline(clock_path)
+
+    def timed_baseline(self, clock_path):
         # copies: the loop perturbs its inputs, and the cached sets are shared with other jobs
         pool = [private_copy(self.set_values(self.specs[k])[0]) for k in self.pool]
         cfg = dict(self.timing_cfg)
@@ -143,9 +195,11 @@ class Job:
                             # the worker's GPU work waits for timed loops: asked inside one, it never starts
                             raise ValueError(f"{op} while holding the GPU lock")
                         if op == "inputs":
-                            self.send_inputs(conn, msg, shared)
+                            with self.section(msg.get("set")):
+                                self.send_inputs(conn, msg, shared)
                         elif op in ("output", "audit"):
-                            self.take_output(op, msg, fds, shared)
+                            with self.section(msg.get("set") if op == "output" else None):
+                                self.take_output(op, msg, fds, shared)
                             fds = []
                             wire.send(conn, {"ok": True})
                         elif op == "lock":
@@ -163,6 +217,9 @@ class Job:
                     except (ValueError, KeyError, TypeError, transport.VmmError, OSError) as exc:
                         self.results["protocol_errors"].append(f"{op}: {exc}")
                         wire.send(conn, {"ok": False, "error": str(exc)})
+                    except torch.cuda.OutOfMemoryError as exc:  # ours: the worker's own memory
+                        self.results["worker_faults"].append(f"{op}: device out of memory: {str(exc)[:300]}")
+                        wire.send(conn, {"ok": False, "error": "the judge's worker ran out of device memory"})
                     finally:
                         for fd in fds:
                             os.close(fd)
@@ -170,9 +227,18 @@ class Job:
             if held_since is not None:
                 self.results["lock_seconds"] += time.monotonic() - held_since
             lock.release()
-            for k in list(shared):
-                self.check_and_free(k, shared)
+            try:
+                for k in list(shared):
+                    with self.section(k):
+                        self.check_and_free(k, shared)
+            except torch.cuda.OutOfMemoryError as exc:
+                self.results["worker_faults"].append(f"input check: device out of memory: {str(exc)[:300]}")
             self.done.set()
+
+    def section(self, k=None):
+        """The heavy-set section for set k (None: the job's largest set)."""
+        sized = [e for e in self.specs if k is None or e["index"] == k]
+        return self.heavy.section(max((e["input_nbytes"] + e["output_nbytes"] for e in sized), default=0))
 
     def spec(self, k):
         if not isinstance(k, int) or not 0 <= k < len(self.specs) or "skipped" in self.specs[k]:

@@ -2,7 +2,9 @@
 mode, weight seed) the reference model on the device, and per input set (seed, transform) the
 inputs and the expected output. A job's sets are made one after another (generate, run the
 reference, keep or free), so a problem whose sets do not fit at once is still judged; what is
-kept is evicted least-recently-used when the cache's device bytes pass the worker's budget."""
+kept is evicted least-recently-used when the cache's device bytes pass the worker's budget; an
+entry over a quarter of the budget is never kept (a 6 GB set is remade on the device in
+milliseconds, and keeping it would push out every other problem)."""
 import collections
 import hashlib
 import threading
@@ -92,7 +94,7 @@ class Cache:
 
     def put(self, key, obj, size):
         with self.lock:
-            if size > self.budget:
+            if size > self.budget // 4:  # remade on the device when needed: cheaper than a quarter of the cache
                 return False
             self.entries[key] = (obj, size)
             self.entries.move_to_end(key)

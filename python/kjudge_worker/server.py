@@ -14,7 +14,7 @@ import torch
 from kjudge_harness import node_identity
 
 from . import problems, transport
-from .job import Job, JobError
+from .job import Heavy, Job, JobError
 
 
 class Worker:
@@ -30,7 +30,8 @@ class Worker:
         else:
             total = 8 << 30
         self.total_bytes = total
-        self.making_sets = threading.Lock()  # one job's sets at a time: their transients stay bounded
+        # one job's sets at a time, and one large set in use at a time: their transients stay bounded
+        self.heavy = threading.RLock()
         self.cache = problems.Cache(int(total * cache_fraction))
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.jobs = {}
@@ -75,8 +76,9 @@ class Worker:
                                        req.get("mode"), req["weight_seed"], self.device)
             self.cache.put(("problem", key), problem, problem.bytes)
         phases["reference_init"] = time.perf_counter() - t0
-        job = Job(req, problem, self.cache, self.device, self.lock_path)
-        with self.making_sets:
+        job = Job(req, problem, self.cache, self.device, self.lock_path,
+                  Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device))
+        with self.heavy:
             report = job.prepare()
             transport.release_cached(self.device)
         report["device_total_bytes"] = self.total_bytes if self.device.type == "cuda" else 0

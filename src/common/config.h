@@ -101,7 +101,7 @@ struct KernelBenchConfig {
   // The trusted worker (python/kjudge_worker): the reference's own budget per job (never the
   // candidate's), the share of device memory its cache may hold, and how long it stays idle.
   std::uint32_t reference_wall_ms = 300'000;
-  double worker_cache_fraction = 0.3;
+  double worker_cache_fraction = 0.2;
   std::uint32_t worker_idle_seconds = 600;
 };
 

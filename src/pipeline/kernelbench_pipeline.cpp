@@ -38,11 +38,10 @@ using nlohmann::json;
 namespace {
 
 constexpr unsigned kDefaultWarmup = 3, kDefaultMaxTrials = 100, kDefaultMinTrials = 10, kAudits = 3;
-// A candidate's device memory, in sets (inputs + output): its shared input copies, its output and
-// the copy it hands back, its timing pool; candidates together get this share of the device (the
-// rest is the worker's cache, the contexts and torch's allocator slack).
-constexpr std::uint64_t kCandidateSetCopies = 4;
-constexpr double kCandidateDeviceShare = 0.6;
+// Candidates together get this share of the device, each as much as the worker estimates for its
+// job (its input copies, outputs, timing pool); the rest is the worker's cache, its one large set in
+// use at a time, the contexts and torch's allocator slack.
+constexpr double kCandidateDeviceShare = 0.5;
 
 const char* backend_name(v1::Backend b) {
   switch (b) {
@@ -267,7 +266,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // beside the other running candidates (waiting here is the node's time, not the candidate's).
   double admission_wait = 0;
   const auto device_hold = device_budget().acquire(
-      kCandidateSetCopies * orep.value("set_bytes_max", std::uint64_t{0}),
+      orep.value("candidate_device_bytes", std::uint64_t{0}),
       static_cast<std::uint64_t>(kCandidateDeviceShare * orep.value("device_total_bytes", 0.0)), &admission_wait);
   (*r.mutable_phase_seconds())["device_memory_wait"] = admission_wait;
   std::vector<ClockMark> marks;
@@ -287,6 +286,10 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   if (!seen || !seen->value("ok", false)) {
     detail = seen ? seen->value("error", "") : why;
     return fail({v1::INFRA_ERROR, "trusted worker: " + (seen ? last_line(detail) : why)});
+  }
+  if (const auto faults = seen->value("worker_faults", json::array()); !faults.empty()) {
+    detail = faults.dump();  // the worker's own memory ran out: ours, whatever the candidate then did
+    return fail({v1::INFRA_ERROR, "trusted worker: " + faults[0].get<std::string>()});
   }
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);

@@ -148,3 +148,59 @@ def test_device_comparator_matches_the_daemons_rules(dtype):
     f = torch.tensor([100.0, 0.0])
     assert compare.compare(f, torch.tensor([100.0, 0.009]), 1e-4, 1e-4)["passed"]
     assert not compare.compare(f, torch.tensor([100.0, 0.009]), 1e-4, 1e-4, scale_aware=False)["passed"]
+
+
+def sized_job(total, sets, audits=()):
+    """A worker Job with sets of the given (input, output) byte sizes, on a device of `total` bytes."""
+    import threading
+    from kjudge_worker.job import Heavy, Job
+    job = Job({"job_id": "sized"}, None, None, torch.device("cpu"), "",
+              Heavy(threading.RLock(), total, torch.device("cpu")))
+    job.specs = [{"index": k, "input_nbytes": i, "output_nbytes": o} for k, (i, o) in enumerate(sets)]
+    job.audits = list(audits)
+    return job
+
+
+def test_the_timing_pool_of_large_sets_is_bounded_by_device_memory():
+    gb = 1 << 30
+    big = sized_job(80 * gb, [(6 * gb, 6 * gb)] * 5)  # 19_ReLU at KernelBench's size on an 80 GB GPU
+    assert big.timing_pool([0, 1, 2, 3, 4], big.heavy.total) == [0]
+    small = sized_job(80 * gb, [(1 << 20, 1 << 20)] * 5)
+    assert small.timing_pool([0, 1, 2, 3, 4], small.heavy.total) == [0, 1, 2, 3, 4]
+    # the admission estimate: the pool's inputs, two calls' outputs and the audited one kept
+    big.pool, big.audits = [0], [7]
+    assert big.candidate_bytes() == 6 * gb + 3 * 6 * gb + (1 << 30)
+
+
+def test_large_sets_are_used_by_one_job_at_a_time_small_ones_together():
+    import threading
+    gb = 1 << 30
+    job = sized_job(80 * gb, [(6 * gb, 6 * gb), (1 << 20, 1 << 20)])
+    inside, most = [0], [0]
+    guard = threading.Lock()
+
+    def use(k):
+        with job.section(k):
+            with guard:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.2)
+            with guard:
+                inside[0] -= 1
+
+    for k, expected in ((0, 1), (1, 3)):
+        most[0] = 0
+        threads = [threading.Thread(target=use, args=(k,)) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert most[0] == expected
+
+
+def test_the_cache_never_keeps_an_entry_over_a_quarter_of_its_budget():
+    from kjudge_worker.problems import Cache
+    cache = Cache(100)
+    assert not cache.put("big", object(), 26)
+    assert cache.put("small", object(), 25)
+    assert cache.get("big") is None and cache.get("small") is not None
