@@ -21,9 +21,11 @@ def load(w):
             results[os.path.basename(f)[:-5]] = json.load(open(f))
         except ValueError:
             results[os.path.basename(f)[:-5]] = {"status": "NO RESULT"}
-    peer = [json.loads(line) for line in open(os.path.join(w, "peer.jsonl")) if line.startswith("{")] \
-        if os.path.exists(os.path.join(w, "peer.jsonl")) else []
-    return walls, marks, results, peer
+    return walls, marks, results, jsonl(os.path.join(w, "peer.jsonl"))
+
+
+def jsonl(path):
+    return [json.loads(line) for line in open(path) if line.startswith("{")] if os.path.exists(path) else []
 
 
 def utilisation(w, start, end):
@@ -47,6 +49,8 @@ def main(w):
     walls, marks, results, peer = load(w)
     print(f"# bench/gpu_worker/run, {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC")
     print("## kjudge (strict, resident trusted worker): cold batch, every pair submitted together")
+    print("(cheat_*: candidates that write to their inputs (expected CUDA_FAULT or CHEAT), raise their mapping to"
+          " read-write and write (CHEAT), probe the channel for expected outputs (INCORRECT))")
     print(f"{'job':<24} {'verdict':<14} {'speedup':>8} {'stages (s)':<70} gpu_lock_held")
     for name in sorted(k for k in results if k.startswith("cold-")):
         r = results[name]
@@ -76,6 +80,9 @@ def main(w):
             u2, n2 = utilisation(w, marks["peer_makespan_start"], marks["peer_makespan_end"])
             print(f"   KernelBench one after another: {pk:.1f} s, GPU utilisation {u2:.1f}% ({n2} samples); "
                   f"ratio kjudge/KernelBench {mk / pk:.2f}")
+            rows = jsonl(os.path.join(w, "peer_mk.jsonl"))
+            correct = sum(1 for r in rows if r.get("correctness"))
+            print(f"   KernelBench: {correct} of {len([r for r in rows if 'seconds' in r and r.get('peer') != 'import'])} correct")
         verdicts = {}
         for k, r in results.items():
             if k.startswith("mk-") and not k.startswith("mk-build"):
