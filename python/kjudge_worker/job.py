@@ -313,6 +313,8 @@ class Job:
                     expected = self.problem.perturbed_output(values, int(self.timing_cfg.get("perturb_seed", 0)),
                                                              call)
                 slot[key] = compare.described(expected, actual, desc, self.request["tolerance"])
+            if op == "output" and not slot[key].get("passed"):
+                self.note_earlier_output(entry, actual, desc)
         finally:
             del actual
             if holder is not None:
@@ -320,10 +322,23 @@ class Job:
         if op == "output" and k in shared:
             self.check_and_free(k, shared)
 
+    def note_earlier_output(self, entry, actual, desc):
+        """A wrong output that is an earlier set's expected output: the candidate replayed what it
+        returned before for different inputs (memoization, whatever it keys on)."""
+        for earlier in self.specs[:entry["index"]]:
+            if "skipped" in earlier or earlier["timing_only"]:
+                continue
+            _, expected = self.set_values(earlier)
+            with GpuLock(self.lock_path, shared=True):
+                same = compare.described(expected, actual, desc, self.request["tolerance"]).get("passed")
+            if same:
+                self.results["flags"].append(f"output_of_earlier_set:{entry['name']}:{earlier['name']}")
+                return
+
     def wait_results(self, timeout):
         if self.listener is not None and not self.done.wait(timeout):
             self.listener.close()
-            self.results["protocol_errors"].append("the candidate's channel was still open")
+            self.results["channel_left_open"] = True  # not the candidate's doing: its sandbox is gone
         return self.results
 
 

@@ -42,6 +42,16 @@ std::optional<Decision> check_before_compare(const KernelBenchFacts& f, v1::Resu
     return cheat(r, v1::CHEAT_TIMER_PATCH,
                  "the candidate replaced functions the judge relies on: " + c["guards_changed"].dump());
   }
+  for (const auto& flag : f.worker ? f.worker->value("flags", nlohmann::json::array()) : nlohmann::json::array()) {
+    const std::string s = flag.get<std::string>();
+    if (s.rfind("output_of_earlier_set:", 0) != 0) continue;
+    add_flag(r, "output_of_earlier_set");
+    const auto sets = s.substr(s.find(':') + 1);
+    return cheat(r, v1::CHEAT_MEMOIZATION,
+                 fmt::format("the output for input set '{}' is the expected output of set '{}': an answer replayed "
+                             "for different inputs",
+                             sets.substr(0, sets.find(':')), sets.substr(sets.find(':') + 1)));
+  }
   for (const auto& o : c.value("outputs", nlohmann::json::array())) {
     const std::string type = o.value("type", "");
     if (type != "torch.Tensor") {
@@ -50,6 +60,17 @@ std::optional<Decision> check_before_compare(const KernelBenchFacts& f, v1::Resu
     }
   }
   return std::nullopt;
+}
+
+std::optional<Decision> check_channel(const nlohmann::json& worker, v1::Result& r) {
+  // The harness speaks the channel's protocol exactly (python/kjudge_harness/channel.py); any
+  // request the worker refused came from code that reached the socket behind the harness's back.
+  const auto refused = worker.value("protocol_errors", nlohmann::json::array());
+  if (refused.empty()) return std::nullopt;
+  add_flag(r, "channel_protocol_violated");
+  return cheat(r, v1::CHEAT_TAMPER,
+               fmt::format("the job channel received requests the judge's harness never makes ({} refused; first: {})",
+                           refused.size(), refused[0].get<std::string>()));
 }
 
 std::optional<double> loop_span(const std::vector<ClockMark>& marks, std::size_t calls) {

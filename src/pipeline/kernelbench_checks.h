@@ -35,7 +35,11 @@ struct KernelBenchFacts {
   bool timed = false;
 };
 
-// Before the comparison: outputs that are not plain tensors, patched guards.
+// The worker's channel refused requests (only code behind the harness's back makes them): CHEAT.
+std::optional<Decision> check_channel(const nlohmann::json& worker, kjudge::v1::Result& r);
+
+// Before the comparison: patched guards, an output replayed from an earlier set (the worker's
+// flag), outputs that are not plain tensors.
 std::optional<Decision> check_before_compare(const KernelBenchFacts& f, kjudge::v1::Result& r);
 
 // After a correct comparison and the legality verdict.

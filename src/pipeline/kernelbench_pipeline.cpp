@@ -291,6 +291,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     detail = faults.dump();  // the worker's own memory ran out: ours, whatever the candidate then did
     return fail({v1::INFRA_ERROR, "trusted worker: " + faults[0].get<std::string>()});
   }
+  if (auto d = check_channel(*seen, r)) return fail(*d);
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,

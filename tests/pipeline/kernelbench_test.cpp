@@ -204,6 +204,30 @@ TEST(KernelBenchChecks, WorkerFlagsAndAuditsAreIntegrityFacts) {
   EXPECT_NE(d->message.find("timed call 1"), std::string::npos);
 }
 
+TEST(KernelBenchChecks, RequestsTheWorkerRefusedAreTampering) {
+  v1::Result r;
+  EXPECT_FALSE(kj::check_channel(json{{"protocol_errors", json::array()}}, r));
+  EXPECT_FALSE(kj::check_channel(json{{"channel_left_open", true}}, r));  // a dead sandbox's channel
+  const auto d = kj::check_channel(json{{"protocol_errors", {"results: unknown channel op 'results'"}}}, r);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->verdict, v1::CHEAT);
+  EXPECT_EQ(r.cheat_class(), v1::CHEAT_TAMPER);
+  EXPECT_NE(d->message.find("unknown channel op"), std::string::npos);
+}
+
+TEST(KernelBenchChecks, AnOutputReplayedFromAnEarlierSetIsMemoization) {
+  const json cand = {{"outputs", json::array()}};
+  const json worker = {{"flags", {"output_of_earlier_set:declared-2:declared"}}};
+  kj::KernelBenchFacts f;
+  f.candidate = &cand;
+  f.worker = &worker;
+  v1::Result r;
+  const auto d = kj::check_before_compare(f, r);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(r.cheat_class(), v1::CHEAT_MEMOIZATION);
+  EXPECT_NE(d->message.find("'declared-2' is the expected output of set 'declared'"), std::string::npos) << d->message;
+}
+
 TEST(KernelBenchValidate, TaskFields) {
   kj::LimitsConfig limits;
   v1::Job job;

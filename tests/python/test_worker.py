@@ -80,6 +80,7 @@ def test_a_correct_candidate_passes_and_a_wrong_one_fails_without_seeing_expecte
     res = ask(worker, {"op": "results", "job_id": "j1"})
     assert res["sets"]["0"]["passed"] is True and res["sets"]["0"]["mismatches"] == 0
     assert res["sets"]["1"]["passed"] is False and "no output tensor" in res["sets"]["1"]["problem"]
+    assert res["protocol_errors"] == [] and res["flags"] == []  # the harness's own protocol is clean
 
 
 def test_outputs_are_compared_once_and_unknown_sets_are_refused(worker):
@@ -97,6 +98,25 @@ def test_outputs_are_compared_once_and_unknown_sets_are_refused(worker):
     chan.close()
     res = ask(worker, {"op": "results", "job_id": "j1"})
     assert res["sets"]["0"]["passed"] is False and res["sets"]["0"]["mismatches"] > 0
+    # what the honest harness never sends is on record for the daemon (CHEAT: tamper)
+    assert any("already given" in e for e in res["protocol_errors"])
+    assert any("no set" in e for e in res["protocol_errors"])
+
+
+def test_an_output_replayed_from_an_earlier_set_is_flagged(worker):
+    assert prepare(worker, sets=[{"name": "declared", "seed": 11}, {"name": "declared-2", "seed": 13}])["ok"]
+    chan = Channel(os.path.join(worker, "chan/j1/sock"), torch.device("cpu"))
+    x = chan.inputs(0)[0]
+    desc = {"dtype": "float32", "shape": list(x.shape)}
+    first = torch.relu(x)
+    chan.send_output("output", 0, first, desc)
+    chan.inputs(1)
+    chan.send_output("output", 1, first, desc)  # the answer for set 0 again
+    chan.close()
+    res = ask(worker, {"op": "results", "job_id": "j1"})
+    assert res["sets"]["1"]["passed"] is False
+    assert res["flags"] == ["output_of_earlier_set:declared-2:declared"]
+    assert res["protocol_errors"] == []
 
 
 def test_host_inputs_are_sealed_a_candidates_writes_stay_its_own(worker):
