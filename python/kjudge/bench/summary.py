@@ -2,8 +2,10 @@
 
 Only candidate verdicts count (OK, the candidate's failures, the anti-cheat verdicts); INVALID_JOB
 (a reference that fails, a job too large) is the dataset's problem and is listed, not counted.
-compiled: any verdict past the build (not COMPILE_ERROR); correct: OK (strict mode: also passed
-kjudge's legality and anti-cheat checks; compat mode: KernelBench's rules)."""
+compiled: any verdict past the build (not COMPILE_ERROR). correct: in strict mode the verdict OK
+(every correctness set, legality and anti-cheat checks passed); in compat mode KernelBench's own
+definition, every correctness set passed (a DECOY that returns right values counts, as it does in
+KernelBench), with its speedup when the judge timed it."""
 
 import math
 from collections import Counter, defaultdict
@@ -18,10 +20,14 @@ COUNTED = FAILURES | CHEATS | {"OK"}
 def sample_row(record):
     r = record["result"]
     verdict = verdict_pb2.Verdict.Name(r.status)
+    if record["mode"] == "compat":
+        correct = len(r.correctness) > 0 and all(s.passed for s in r.correctness)
+    else:
+        correct = verdict == "OK"
     perf = r.performance
-    timed = verdict == "OK" and perf.candidate.trials > 0 and perf.speedup > 0
+    timed = correct and perf.candidate.trials > 0 and perf.speedup > 0
     return {"level": record["level"], "problem": record["problem"], "name": record["name"], "sample": record["sample"],
-            "verdict": verdict, "compiled": verdict != "COMPILE_ERROR", "correct": verdict == "OK",
+            "verdict": verdict, "compiled": verdict != "COMPILE_ERROR", "correct": correct,
             "speedup": perf.speedup if timed else None,
             "ref_ms": perf.baseline.median_ms if perf.baseline.trials else None,
             "candidate_ms": perf.candidate.median_ms if timed else None,
