@@ -130,12 +130,18 @@ def print_summary(summary, modes, ps, ks, file=sys.stdout):
     print("%-20s" % "" + "".join("%12s" % m for m in modes), file=file)
     for i, label in enumerate(labels):
         print("%-20s" % label + "".join("%12s" % c[i] for c in cols), file=file)
-    print("\nper problem (%s):" % modes[0], file=file)
-    for p in summary[modes[0]]["problems"]:
-        best = "-" if p["best_speedup"] is None else "%.2fx" % p["best_speedup"]
-        print("  level %d %-40s correct %d/%d best %s  %s" % (
-            p["level"], p["name"][:40], p["correct"], p["samples"], best,
-            " ".join("%s:%d" % kv for kv in sorted(p["verdicts"].items()))), file=file)
+    print("\nper problem (correct/samples, best speedup, verdicts):", file=file)
+    by_key = {}
+    for m in modes:
+        for p in summary[m]["problems"]:
+            by_key.setdefault((p["level"], p["problem"], p["name"]), []).append((m, p))
+    for (level, _pid, name), entries in sorted(by_key.items()):
+        cells = []
+        for m, p in entries:
+            best = "-" if p["best_speedup"] is None else "%.2fx" % p["best_speedup"]
+            verdicts = " ".join("%s:%d" % kv for kv in sorted(p["verdicts"].items()))
+            cells.append("%s %d/%d %s %s" % (m, p["correct"], p["samples"], best, verdicts))
+        print("  L%d %-32s %s" % (level, name[:32], " | ".join(cells)), file=file)
 
 
 def main(argv=None):

@@ -63,6 +63,8 @@ def histogram(series, title, lo=-4.0, hi=4.0, step=0.5, width=640, height=240):
     parts.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#444" stroke-dasharray="3,3"/>'
                  % (one, bottom - plot_h, one, bottom))
     parts.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>' % (left, bottom, left + plot_w, bottom))
+    parts.append('<text x="%d" y="%d" font-size="11" text-anchor="end">%d</text><text x="%d" y="%d" font-size="11" '
+                 'text-anchor="end">0</text>' % (left - 4, bottom - plot_h + 10, top, left - 4, bottom))
     parts.append("</svg>")
     return "".join(parts)
 
