@@ -20,9 +20,12 @@ def is_final(result) -> bool:
 class State:
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.records = {}  # key -> {"key", "mode", "level", "problem", "sample", "name", "result": Result}
+        self.records = {}  # key -> {"key", "mode", "level", "problem", "sample", "name", "file", "result": Result}
+        self._cut = False  # the file ends inside a line: the next append starts a new one
         if self.path.exists():
-            for n, line in enumerate(self.path.read_text().splitlines(), 1):
+            text = self.path.read_text()
+            self._cut = bool(text) and not text.endswith("\n")
+            for line in text.splitlines():
                 if not line.strip():
                     continue
                 try:
@@ -42,6 +45,7 @@ class State:
         line = dict(record, result=json_format.MessageToDict(record["result"]))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a") as f:
-            f.write(json.dumps(line, sort_keys=True) + "\n")
+            f.write(("\n" if self._cut else "") + json.dumps(line, sort_keys=True) + "\n")
+        self._cut = False
         self.records[record["key"]] = record
         return True
