@@ -10,7 +10,7 @@ import asyncio
 import threading
 import time
 
-from kjudge.client import Client
+from kjudge.client import Client, QueueError
 from kjudge.jobs import build_job, default_redis_url
 from kjudge.v1 import job_pb2
 
@@ -64,7 +64,16 @@ def judge_many(items, *, redis_url=None, client=None, timeout_s=900.0, progress=
     if len(set(ids)) != len(ids):
         raise ValueError("judge_many: job ids must be unique")
     client = client or client_for(redis_url)
-    client.submit_many(jobs, partition)
+    try:
+        client.submit_many(jobs, partition)
+    except QueueError:
+        # e.g. QueueFull part way: the jobs already queued would run for nobody
+        for job_id in ids:
+            try:
+                client.cancel(tenant, job_id, partition)
+            except QueueError:
+                break  # the connection is gone: nothing more to do
+        raise
     results = {}
     missing = list(ids)
     deadline = time.monotonic() + timeout_s

@@ -52,3 +52,13 @@ def test_one_tenant_and_unique_ids_per_call(redis_url):
         kjudge.judge_many([a, b], redis_url=redis_url)
     with pytest.raises(ValueError, match="unique"):
         kjudge.judge_many([a, a], redis_url=redis_url)
+
+
+def test_a_refused_submission_cancels_what_was_queued(redis_url):
+    c = Client(redis_url)
+    c.load_functions()
+    c.redis.hset(keys.quotas(0), "dev", 1)  # one job waiting for a result at most
+    js = jobs(2)
+    with pytest.raises(kjudge.QueueFull):
+        kjudge.judge_many(js, client=c, timeout_s=5)
+    assert c.redis.exists(keys.cancel(0, "dev", js[0].job_id))
