@@ -16,11 +16,11 @@ import importlib
 __version__ = "0.1.0"
 
 __all__ = ["Client", "QueueError", "QueueFull", "keys", "judge", "judge_async", "judge_many", "judge_many_async",
-           "JudgeTimeout", "build_job", "reward", "metrics"]
+           "JudgeTimeout", "build_job", "verdict_name", "reward", "metrics"]
 
 _FROM = {"Client": "client", "QueueError": "client", "QueueFull": "client",
          "judge": "judging", "judge_async": "judging", "judge_many": "judging", "judge_many_async": "judging",
-         "JudgeTimeout": "judging", "build_job": "jobs"}
+         "JudgeTimeout": "judging", "verdict_name": "judging", "build_job": "jobs"}
 _MODULES = ("keys", "reward", "metrics")
 
 

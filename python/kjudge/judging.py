@@ -12,7 +12,7 @@ import time
 
 from kjudge.client import Client, QueueError
 from kjudge.jobs import build_job, default_redis_url
-from kjudge.v1 import job_pb2
+from kjudge.v1 import job_pb2, verdict_pb2
 
 _POLL_S = 0.5  # longest wait between progress reports / stop checks
 _clients = {}
@@ -22,6 +22,11 @@ _clients_lock = threading.Lock()
 class JudgeTimeout(Exception):
     """judge() gave up on its job (it was cancelled in the queue). The judge's fault or load,
     never the candidate's: kjudge.reward treats it as an infrastructure error."""
+
+
+def verdict_name(result) -> str:
+    """"OK", "INCORRECT", ... of a kjudge.v1.Result."""
+    return verdict_pb2.Verdict.Name(result.status)
 
 
 def client_for(redis_url=None) -> Client:

@@ -24,7 +24,7 @@ def test_judge_many_verdicts_progress_and_reward(redis_url, daemon):  # noqa: F8
              {"reference": RELU / "reference.py", "completion": NO_CODE.read_text()}]
     results = kjudge.judge_many(items, redis_url=redis_url, backend="cpu", trials=5, timeout_s=900,
                                 progress=lambda done, total, job_id, r: seen.append((done, total, r.status)))
-    names = [kjudge.v1.verdict_pb2.Verdict.Name(r.status) for r in results]
+    names = [kjudge.verdict_name(r) for r in results]
     assert names == ["OK", "INCORRECT", "COMPILE_ERROR"], [r.message for r in results]
     assert sorted(d for d, _t, _s in seen) == [1, 2, 3] and {t for _d, t, _s in seen} == {3}
     scores = [reward.score_result(r) for r in results]

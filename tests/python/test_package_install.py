@@ -5,7 +5,6 @@ judges a candidate through a real kjudged. Skipped only when pip cannot reach a 
 import os
 import shutil
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
