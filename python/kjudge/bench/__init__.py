@@ -1,0 +1,3 @@
+"""kjudge-bench: judge a KernelBench-style generations folder through the queue and report
+KernelBench's numbers (and more). Entry point: kjudge.bench.cli:main (`kjudge-bench`,
+`python -m kjudge.bench`)."""

@@ -1,0 +1,5 @@
+import sys
+
+from kjudge.bench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,180 @@
+"""kjudge-bench: judge a KernelBench-style generations folder through the kjudge queue.
+
+    kjudge-bench --dataset ../shared/kernelbench --generations runs/my_run --backend cuda \\
+                 --mode both --p 1 1.1 2 --k 1 5 --out runs/my_run/kjudge
+
+Resumable: results go to <out>/state.jsonl as they arrive; a rerun submits only what is missing.
+Writes <out>/summary.json, eval_results*.json, baseline_time.json and report.html; prints a summary."""
+
+import argparse
+import json
+import sys
+import uuid
+from pathlib import Path
+
+from kjudge.bench import html_report, kernelbench_files
+from kjudge.bench.layout import find_generations, find_problems
+from kjudge.bench.progress import Progress
+from kjudge.bench.state import State
+from kjudge.bench.summary import summarize
+from kjudge.client import QueueError
+from kjudge.jobs import BACKENDS, build_job, default_redis_url, default_tenant
+from kjudge.judging import judge_many
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="kjudge-bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", required=True, type=Path, help="KernelBench-style dir: level<L>/<P>_<Name>.py")
+    ap.add_argument("--generations", required=True, type=Path,
+                    help="runs/<name> dir: level_<L>_problem_<P>_sample_<S>_kernel.py (or .md/.txt completions)")
+    ap.add_argument("--out", type=Path, help="output dir (default: <generations>/kjudge-bench)")
+    ap.add_argument("--redis", default=default_redis_url(), help="Redis URL (env KJUDGE_REDIS; default: the dev daemon's)")
+    ap.add_argument("--tenant", default=default_tenant(), help="tenant (env KJUDGE_TENANT; default dev)")
+    ap.add_argument("--backend", default="cuda", choices=sorted(BACKENDS))
+    ap.add_argument("--precision", choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--mode", default="strict", choices=["strict", "compat", "both"])
+    ap.add_argument("--p", type=float, nargs="+", default=[0.0, 1.0, 1.1, 2.0], help="fast_p thresholds")
+    ap.add_argument("--k", type=int, nargs="+", default=[1, 5, 10], help="pass@k / avg@k")
+    ap.add_argument("--levels", type=int, nargs="+", help="only these levels")
+    ap.add_argument("--trials", type=int, help="timed trials per job (default: the judge's)")
+    ap.add_argument("--timeout-s", type=float, default=3600.0,
+                    help="give up (and cancel) what has no verdict after this long; a rerun retries it")
+    ap.add_argument("--chunk", type=int, default=1000, help="jobs in the queue at once (the tenant's quota)")
+    ap.add_argument("--priority", type=int, default=0)
+    ap.add_argument("--no-judge", action="store_true", help="only report what the state file has")
+    return ap.parse_args(argv)
+
+
+def plan(args):
+    """The (sample, mode, reference path) triples still to judge, and every sample's record base."""
+    problems = find_problems(args.dataset)
+    samples = [s for s in find_generations(args.generations) if not args.levels or s.level in args.levels]
+    unknown = [s for s in samples if (s.level, s.problem) not in problems]
+    if unknown:
+        raise SystemExit("kjudge-bench: no reference in %s for %s" % (
+            args.dataset, ", ".join(s.path.name for s in unknown[:5])))
+    modes = ["strict", "compat"] if args.mode == "both" else [args.mode]
+    return problems, samples, modes
+
+
+def judge_missing(args, state, problems, samples, modes):
+    nonce = uuid.uuid4().hex[:8]  # ids unique per invocation: a rerun never meets an old cancel
+    todo = [(s, m) for s in samples for m in modes if s.key(m) not in state]
+    if not todo:
+        return 0
+    bar = Progress(len(todo), "judging")
+    lost = 0
+    for start in range(0, len(todo), args.chunk):
+        chunk = todo[start:start + args.chunk]
+        jobs, by_id = [], {}
+        for s, mode in chunk:
+            ref = problems[(s.level, s.problem)]
+            source = s.path.read_text()
+            job = build_job(ref.read_text(), completion=source if s.is_completion else None,
+                            candidate=None if s.is_completion else source, backend=args.backend, mode=mode,
+                            precision=args.precision, tenant=args.tenant, trials=args.trials, priority=args.priority,
+                            job_id="bench-%s-%s-l%d-p%d-s%d" % (nonce, mode, s.level, s.problem, s.sample),
+                            problem_id="level%d/%s" % (s.level, ref.stem), meta={"sample_id": s.sample})
+            jobs.append(job)
+            by_id[job.job_id] = (s, mode, ref)
+
+        def progress(_done, _total, job_id, result):
+            s, mode, ref = by_id[job_id]
+            kept = state.add({"key": s.key(mode), "mode": mode, "level": s.level, "problem": s.problem,
+                              "sample": s.sample, "name": ref.stem, "file": ref.name, "result": result})
+            bar.update("" if kept else "(%s not final)" % job_id)
+
+        results = judge_many(jobs, redis_url=args.redis, timeout_s=args.timeout_s, progress=progress)
+        lost += sum(1 for r in results if r is None)
+    bar.close()
+    return lost
+
+
+def write_outputs(args, state, modes, summary):
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(
+        {m: {k: v for k, v in summary[m].items()} for m in modes}, indent=2, sort_keys=True))
+    device = "cpu" if args.backend == "cpu" else "cuda:0"
+    records = list(state.records.values())
+    levels = sorted({r["level"] for r in records})
+    primary = "compat" if "compat" in modes else "strict"  # KernelBench's numbers are compat's
+    written = []
+    for mode in modes:
+        for level in levels:
+            name = "eval_results%s%s.json" % ("_level%d" % level if len(levels) > 1 else "",
+                                              "" if mode == primary else "_" + mode)
+            recs = [r for r in records if r["mode"] == mode]
+            (out / name).write_text(json.dumps(kernelbench_files.eval_results(recs, level, device), indent=4))
+            written.append(name)
+    (out / "baseline_time.json").write_text(json.dumps(kernelbench_files.baseline_times(records, device), indent=4))
+    info = {"dataset": args.dataset, "generations": args.generations, "backend": args.backend,
+            "modes": ", ".join(modes), "redis": args.redis, "tenant": args.tenant}
+    html = html_report.render(summary, modes, args.p, args.k, "kjudge-bench: %s" % args.generations.name, info)
+    (out / "report.html").write_text(html)
+    return written + ["baseline_time.json", "summary.json", "report.html"]
+
+
+def print_summary(summary, modes, ps, ks, file=sys.stdout):
+    def f(v, pct=True):
+        return "-" if v is None else ("%.1f%%" % (100 * v) if pct else "%.3g" % v)
+
+    labels = (["samples", "compile rate", "correctness rate"] + ["fast_%g" % p for p in ps] +
+              ["pass@%d" % k for k in ks] + ["avg@%d" % k for k in ks] + ["geomean speedup"])
+    cols = []
+    for m in modes:
+        a = summary[m]["overall"]
+        cols.append([str(a["samples"]), f(a["compile_rate"]), f(a["correct_rate"])] +
+                    [f(a["fast_p"]["%g" % p]) for p in ps] + [f(a["pass_at_k"][str(k)]) for k in ks] +
+                    [f(a["avg_at_k"][str(k)]) for k in ks] + [f(a["geomean_speedup"], pct=False)])
+    print("%-20s" % "" + "".join("%12s" % m for m in modes), file=file)
+    for i, label in enumerate(labels):
+        print("%-20s" % label + "".join("%12s" % c[i] for c in cols), file=file)
+    print("\nper problem (correct/samples, best speedup, verdicts):", file=file)
+    by_key = {}
+    for m in modes:
+        for p in summary[m]["problems"]:
+            by_key.setdefault((p["level"], p["problem"], p["name"]), []).append((m, p))
+    for (level, _pid, name), entries in sorted(by_key.items()):
+        cells = []
+        for m, p in entries:
+            best = "-" if p["best_speedup"] is None else "%.2fx" % p["best_speedup"]
+            verdicts = " ".join("%s:%d" % kv for kv in sorted(p["verdicts"].items()))
+            cells.append("%s %d/%d %s %s" % (m, p["correct"], p["samples"], best, verdicts))
+        print("  L%d %-32s %s" % (level, name[:32], " | ".join(cells)), file=file)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    args.out = args.out or args.generations / "kjudge-bench"
+    problems, samples, modes = plan(args)
+    if not samples:
+        print("kjudge-bench: no generations in %s" % args.generations, file=sys.stderr)
+        return 2
+    state = State(args.out / "state.jsonl")
+    lost = 0
+    if not args.no_judge:
+        try:
+            lost = judge_missing(args, state, problems, samples, modes)
+        except QueueError as e:
+            print("kjudge-bench: the queue failed: %s (results so far are kept; rerun to resume)" % e, file=sys.stderr)
+            return 3
+    wanted = {s.key(m) for s in samples for m in modes}
+    records = [r for k, r in state.records.items() if k in wanted]
+    summary = summarize(records, modes, args.p, args.k)
+    written = write_outputs(args, _Only(records), modes, summary)
+    print_summary(summary, modes, args.p, args.k)
+    missing = len(wanted) - len(records)
+    print("\nwrote %s in %s" % (", ".join(written), args.out))
+    if missing:
+        print("kjudge-bench: %d of %d jobs have no final result (%d given up on); rerun to retry them"
+              % (missing, len(wanted), lost), file=sys.stderr)
+        return 1
+    return 0
+
+
+class _Only:
+    """The state's records restricted to this run's samples."""
+
+    def __init__(self, records):
+        self.records = {r["key"]: r for r in records}
