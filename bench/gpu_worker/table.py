@@ -50,7 +50,7 @@ def main(w):
     print(f"# bench/gpu_worker/run, {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC")
     print("## kjudge (strict, resident trusted worker): cold batch, every pair submitted together")
     print("(cheat_*: candidates that write to their inputs (expected CUDA_FAULT or CHEAT), raise their mapping to"
-          " read-write and write (CHEAT), probe the channel for expected outputs (INCORRECT))")
+          " read-write and write (CHEAT), probe the channel for expected outputs (CHEAT))")
     print(f"{'job':<24} {'verdict':<14} {'speedup':>8} {'stages (s)':<70} gpu_lock_held")
     for name in sorted(k for k in results if k.startswith("cold-")):
         r = results[name]
