@@ -15,6 +15,7 @@
 #include "pipeline/gpu_lock.h"
 #include "pipeline/kernelbench_build_memo.h"
 #include "pipeline/pipeline_util.h"
+#include "pipeline/sha256.h"
 #include "pipeline/workspace.h"
 
 namespace kj {
@@ -188,9 +189,21 @@ BuildMemo build_memo(const v1::Job& job, const Config& cfg, const KernelBenchBui
   json policy_overrides = json::object();
   for (const auto& [k, v] : job.options().policy_overrides()) policy_overrides[k] = v;
   return BuildMemo(private_dir(kernelbench_cache_root(cfg) / "kb-build"),
-                   {in.completion ? task.completion() : task.model_new_py(), in.completion, task.reference_py(),
+                   {job.tenant(), in.completion ? task.completion() : task.model_new_py(), in.completion, task.reference_py(),
                     in.size_overrides, policy_overrides, in.backend, arch, cfg.kernelbench.python.string(),
                     cfg.kernelbench.harness_dir.string()});
+}
+
+// The extension cache's folder for this job. A cached extension's key is computed inside the build
+// sandbox (from the candidate's own load_inline call), so a candidate could publish a binary under
+// the key another candidate's call will compute; a folder per tenant and candidate source keeps
+// what it publishes to runs of the very same source by the same tenant.
+fs::path ext_cache_dir(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in) {
+  const auto& task = job.kernelbench();
+  Sha256 h;
+  h.field(job.tenant()).field(in.completion ? "completion" : "candidate");
+  h.field(in.completion ? task.completion() : task.model_new_py());
+  return private_dir(private_dir(kernelbench_cache_root(cfg) / "torch-ext") / h.hex().substr(0, 32));
 }
 
 // A remembered build whose extensions are all still in the cache: no sandbox, no torch import.
@@ -227,7 +240,7 @@ KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const 
   KernelBenchBuild out;
   const bool gpu = in.backend != "cpu";
   out.arch = gpu && in.backend != "triton" ? cuda_arch_list(cfg) : "";
-  const fs::path ext_cache = private_dir(kernelbench_cache_root(cfg) / "torch-ext");
+  const fs::path ext_cache = ext_cache_dir(job, cfg, in);
   const BuildMemo memo = build_memo(job, cfg, in, out.arch);
   if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) return out;
   // The binding file is C++ on the cpu and cuda backends alike (g++, load_inline's cflags).

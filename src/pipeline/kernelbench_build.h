@@ -1,6 +1,7 @@
 // KernelBench-format jobs, stages 1-2: the static policy and the build, in the compile sandbox
-// (no GPU). Extensions are content-addressed in <cache>/torch-ext (the harness's key), shared by
-// every job of the node; the precompiled torch/extension.h in <cache>/torch-pch is made once per
+// (no GPU). Extensions are content-addressed in <cache>/torch-ext/<tenant+source>/<key> (the
+// harness's key, inside a folder per tenant and candidate source: the key comes from inside the
+// sandbox, so it cannot decide what other candidates load); the precompiled torch/extension.h in <cache>/torch-pch is made once per
 // node and variant, concurrent first users waiting on one flock for one build.
 #pragma once
 

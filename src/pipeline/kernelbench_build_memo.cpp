@@ -22,7 +22,7 @@ std::string memo_key(const BuildMemoInputs& in) {
   Sha256 h;
   h.field(kMemoVersion).field(in.completion ? "completion" : "candidate").field(in.candidate).field(in.reference);
   h.field(in.size_overrides.dump()).field(in.policy_overrides.dump()).field(in.backend).field(in.arch);
-  h.field(in.python).field(in.harness_dir);
+  h.field(in.python).field(in.harness_dir).field(in.tenant);
   return h.hex();
 }
 

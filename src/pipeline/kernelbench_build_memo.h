@@ -15,6 +15,7 @@
 namespace kj {
 
 struct BuildMemoInputs {
+  std::string tenant;            // builds are never shared across tenants (their extension cache is not)
   std::string candidate;         // candidate.py or completion.md text
   bool completion = false;
   std::string reference;

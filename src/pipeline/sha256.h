@@ -1,10 +1,10 @@
-// SHA-256 (FIPS 180-4) for content-addressed cache keys: candidates are adversarial, so the key of a
-// build artifact must be collision resistant (a candidate colliding with the reference's key would
-// otherwise receive the reference's binary). Small, self-contained; OpenSSL is not linked.
+// SHA-256 for content-addressed cache keys (libsodium's crypto_hash_sha256): candidates are
+// adversarial, so the key of a build artifact must be collision resistant (a candidate colliding
+// with the reference's key would otherwise receive the reference's binary).
 #pragma once
 
-#include <array>
-#include <cstdint>
+#include <sodium/crypto_hash_sha256.h>
+
 #include <string>
 #include <string_view>
 
@@ -19,11 +19,7 @@ class Sha256 {
   std::string hex();  // finishes; call once
 
  private:
-  void block(const unsigned char* p);
-  std::array<std::uint32_t, 8> h_;
-  std::array<unsigned char, 64> buf_{};
-  std::size_t used_ = 0;
-  std::uint64_t total_ = 0;
+  crypto_hash_sha256_state state_;
 };
 
 std::string sha256_hex(std::string_view data);
