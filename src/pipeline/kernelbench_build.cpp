@@ -39,6 +39,15 @@ void add_phases(v1::Result& r, const std::string& role, const nlohmann::json& re
     if (v.is_number()) (*r.mutable_phase_seconds())[role + "." + name] = v.get<double>();
 }
 
+fs::path kernelbench_ext_cache_dir(const v1::Job& job, const Config& cfg) {
+  const auto& task = job.kernelbench();
+  const bool completion = task.candidate_case() == v1::KernelBenchTask::kCompletion;
+  Sha256 h;
+  h.field(job.tenant()).field(completion ? "completion" : "candidate");
+  h.field(completion ? task.completion() : task.model_new_py());
+  return private_dir(private_dir(kernelbench_cache_root(cfg) / "torch-ext") / h.hex().substr(0, 32));
+}
+
 namespace {
 
 // TORCH_CUDA_ARCH_LIST for builds: the config's, else the GPU's compute capability (asked once).
@@ -194,18 +203,6 @@ BuildMemo build_memo(const v1::Job& job, const Config& cfg, const KernelBenchBui
                     cfg.kernelbench.harness_dir.string()});
 }
 
-// The extension cache's folder for this job. A cached extension's key is computed inside the build
-// sandbox (from the candidate's own load_inline call), so a candidate could publish a binary under
-// the key another candidate's call will compute; a folder per tenant and candidate source keeps
-// what it publishes to runs of the very same source by the same tenant.
-fs::path ext_cache_dir(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in) {
-  const auto& task = job.kernelbench();
-  Sha256 h;
-  h.field(job.tenant()).field(in.completion ? "completion" : "candidate");
-  h.field(in.completion ? task.completion() : task.model_new_py());
-  return private_dir(private_dir(kernelbench_cache_root(cfg) / "torch-ext") / h.hex().substr(0, 32));
-}
-
 // A remembered build whose extensions are all still in the cache: no sandbox, no torch import.
 bool replay(const json& memo, const KernelBenchBuildInput& in, const fs::path& ext_cache, KernelBenchBuild& out,
             v1::Result& r) {
@@ -240,7 +237,7 @@ KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const 
   KernelBenchBuild out;
   const bool gpu = in.backend != "cpu";
   out.arch = gpu && in.backend != "triton" ? cuda_arch_list(cfg) : "";
-  const fs::path ext_cache = ext_cache_dir(job, cfg, in);
+  const fs::path ext_cache = kernelbench_ext_cache_dir(job, cfg);
   const BuildMemo memo = build_memo(job, cfg, in, out.arch);
   if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) return out;
   // The binding file is C++ on the cpu and cuda backends alike (g++, load_inline's cflags).

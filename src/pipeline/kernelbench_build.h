@@ -29,6 +29,12 @@ std::filesystem::path private_dir(const std::filesystem::path& p);
 // The harness's own phase times, prefixed by its role ("build.import").
 void add_phases(kjudge::v1::Result& r, const std::string& role, const nlohmann::json& report);
 
+// The extension cache's folder for a job: one per tenant and candidate source (or completion).
+// An extension's key is computed inside the build sandbox, so a candidate could publish a binary
+// under the key another candidate's call will compute; in its own folder it only reaches runs of
+// the very same source by the same tenant.
+std::filesystem::path kernelbench_ext_cache_dir(const kjudge::v1::Job& job, const Config& cfg);
+
 struct KernelBenchBuildInput {
   std::string backend;                    // "cuda", "cpu", "triton", ...
   std::filesystem::path build_dir;        // the job's build party dir (candidate.py, reference.py)

@@ -14,6 +14,7 @@
 
 #include "pipeline/compare.h"
 #include "pipeline/kernelbench_baseline_cache.h"
+#include "pipeline/kernelbench_build.h"
 #include "pipeline/kernelbench_checks.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/validate.h"
@@ -226,6 +227,24 @@ TEST(KernelBenchChecks, AnOutputReplayedFromAnEarlierSetIsMemoization) {
   ASSERT_TRUE(d);
   EXPECT_EQ(r.cheat_class(), v1::CHEAT_MEMOIZATION);
   EXPECT_NE(d->message.find("'declared-2' is the expected output of set 'declared'"), std::string::npos) << d->message;
+}
+
+TEST(KernelBenchBuild, ExtensionCacheFolderPerTenantAndCandidateSource) {
+  kj::Config cfg;
+  cfg.kernelbench.cache_dir = std::filesystem::path(::testing::TempDir()) / "kb-ext-ns";
+  v1::Job a;
+  a.set_tenant("team-a");
+  a.mutable_kernelbench()->set_model_new_py("class ModelNew: pass\n");
+  v1::Job b = a;
+  b.set_tenant("team-b");
+  v1::Job c = a;
+  c.mutable_kernelbench()->set_model_new_py("class ModelNew: pass  # another sample\n");
+  const auto dir_a = kj::kernelbench_ext_cache_dir(a, cfg);
+  EXPECT_EQ(dir_a, kj::kernelbench_ext_cache_dir(a, cfg));
+  EXPECT_EQ(dir_a.parent_path(), cfg.kernelbench.cache_dir / "torch-ext");
+  EXPECT_NE(dir_a, kj::kernelbench_ext_cache_dir(b, cfg));  // same source, other tenant
+  EXPECT_NE(dir_a, kj::kernelbench_ext_cache_dir(c, cfg));  // same tenant, other source
+  EXPECT_TRUE(std::filesystem::is_directory(dir_a));
 }
 
 TEST(KernelBenchValidate, TaskFields) {

@@ -58,6 +58,9 @@ def test_concurrent_first_uses_wait_for_one_pch(tmp_path):
         waits.append(result["phaseSeconds"]["build.pch_wait"])
     assert not (cache / "torch-pch" / "cpu.failed").exists()
     assert (cache / "torch-pch" / "cpu" / "pch" / "torch" / "extension.h.gch").is_dir()
+    # extensions live in a folder per tenant and candidate source: two sources, two folders
+    folders = [d for d in (cache / "torch-ext").iterdir() if d.is_dir()]
+    assert len(folders) == 2 and all(any(f.iterdir()) for f in folders), folders
     # one job built the header, the other waited for it (the header takes minutes, not seconds)
     assert max(waits) > 10 and min(waits) < 1, waits
     again, stderr = start_eval(config, "elementwise_add", base / "state-again").communicate(timeout=600)
