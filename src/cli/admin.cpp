@@ -234,6 +234,11 @@ int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& p
 
 int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool as_json) {
   const auto b = q.batch_status(tenant, batch);
+  if (b.submitted == 0 && b.expected == 0 && !b.cancelled) {
+    std::cerr << "kjudge: batch '" << batch << "' not found for tenant '" << tenant
+              << "' (submitted under another --tenant?)\n";
+    return 3;
+  }
   json j = {{"tenant", tenant}, {"batch", batch}, {"submitted", b.submitted}, {"completed", b.completed},
             {"expected", b.expected}, {"cancelled", b.cancelled}, {"verdicts", b.verdicts}};
   if (as_json) std::cout << j.dump(2) << "\n";

@@ -15,6 +15,7 @@
 #include "cli/result_view.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/runtime_dir.h"
 #include "kjqueue/queue.h"
 #include "pipeline/judge.h"
 #include "pipeline/validate.h"
@@ -27,10 +28,19 @@ using kj::cli::JobSpec;
 
 std::string default_redis_url() {
   if (const char* u = std::getenv("KJUDGE_REDIS")) return u;
-  std::filesystem::path rt;
-  if (const char* x = std::getenv("XDG_RUNTIME_DIR")) rt = std::filesystem::path(x) / "kjudge";
-  else rt = std::filesystem::temp_directory_path() / ("kjudge-" + std::to_string(::getuid()));
-  return "unix://" + (rt / "redis.sock").string();
+  return "unix://" + (kj::default_runtime_dir() / "redis.sock").string();
+}
+
+// kjudge eval without a config judges in a fresh state dir of its own but shares the dev daemon's
+// cache (builds, precompiled headers, baselines): <state>/cache is a link to it, so a second eval
+// of the same candidate replays its build instead of compiling for a minute.
+void share_dev_cache(const std::filesystem::path& state_dir) {
+  const auto cache = kj::dev_state_dir() / "cache";
+  std::filesystem::create_directories(cache);
+  for (auto p : {cache.parent_path().parent_path(), cache.parent_path(), cache})  // sandboxes traverse it
+    std::filesystem::permissions(p, std::filesystem::perms::group_exec | std::filesystem::perms::others_exec,
+                                 std::filesystem::perm_options::add);
+  std::filesystem::create_directory_symlink(cache, state_dir / "cache");
 }
 
 void add_job_options(CLI::App* cmd, JobSpec& s) {
@@ -271,6 +281,7 @@ int main(int argc, char** argv) {
       if (!config_file) cfg.state_dir = std::filesystem::temp_directory_path() / ("kjudge-eval-" + std::to_string(::getpid()));
       const v1::Job job = kj::cli::build_job(eval_spec);
       kj::prepare_state_dir(cfg.state_dir);
+      if (!config_file) share_dev_cache(cfg.state_dir);
       const v1::Result r = kj::judge(job, kj::JudgeContext{cfg, cfg.node + "/local"});
       std::error_code ec;
       if (!config_file) std::filesystem::remove_all(cfg.state_dir, ec);
@@ -282,8 +293,8 @@ int main(int argc, char** argv) {
       if (json) {
         nlohmann::json j = {{"tenants", nlohmann::json::array()}, {"nodes", nlohmann::json::array()}};
         for (const auto& t : st.tenants)
-          j["tenants"].push_back({{"tenant", t.tenant}, {"queued", t.queued}, {"pending", t.pending},
-                                  {"lag", t.lag}, {"completed", t.completed}});
+          j["tenants"].push_back({{"tenant", t.tenant}, {"waiting", t.lag}, {"running", t.pending},
+                                  {"completed", t.completed}, {"stream_entries", t.queued}});
         for (const auto& n : st.nodes)
           j["nodes"].push_back({{"node", n.node}, {"info", nlohmann::json::parse(n.info, nullptr, false)}, {"ttl_ms", n.ttl_ms}});
         std::cout << j.dump(2) << "\n";
@@ -291,8 +302,10 @@ int main(int argc, char** argv) {
       }
       std::cout << "tenants:\n";
       for (const auto& t : st.tenants)
-        std::cout << "  " << t.tenant << ": queued " << t.queued << ", lag " << t.lag << ", pending " << t.pending
-                  << ", completed " << t.completed << "\n";
+        // waiting: not yet taken by a node; running: taken, not acknowledged (the stream keeps done
+        // entries until it is trimmed, so its length is not a count of anything waiting)
+        std::cout << "  " << t.tenant << ": waiting " << t.lag << ", running " << t.pending << ", completed "
+                  << t.completed << "\n";
       std::cout << "nodes:\n";
       for (const auto& n : st.nodes) std::cout << "  " << n.node << " " << n.info << "\n";
       return 0;

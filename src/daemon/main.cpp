@@ -9,6 +9,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/runtime_dir.h"
 #include "daemon/daemon.h"
 #include "daemon/dev_redis.h"
 #include "kjsandbox/policy.h"
@@ -51,10 +52,7 @@ int main(int argc, char** argv) {
     kj::log::init(cfg.log_level);
     std::optional<kj::DevRedis> dev_redis;
     if (dev) {
-      std::filesystem::path rt;
-      if (runtime_dir) rt = *runtime_dir;
-      else if (const char* x = std::getenv("XDG_RUNTIME_DIR")) rt = std::filesystem::path(x) / "kjudge";
-      else rt = std::filesystem::temp_directory_path() / ("kjudge-" + std::to_string(::getuid()));
+      const std::filesystem::path rt = runtime_dir ? std::filesystem::path(*runtime_dir) : kj::default_runtime_dir();
       setup_cgroups_or_refuse(true);  // before redis-server: it must not share our cgroup
       dev_redis.emplace(rt);
       std::string cg_error;

@@ -240,3 +240,35 @@ def test_dev_mode_starts_its_own_redis_and_judges(tmp_path):
         if proc.poll() is None:
             proc.kill()
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_batch_and_status_say_what_a_user_needs(redis_url, daemon):
+    ok = next(ex for ex in examples() if ex["expect"] == "OK" and ex["task"].startswith("cpp/"))
+    cli(redis_url, "submit", "--task", str(EXAMPLES / ok["task"]), "--candidate", str(EXAMPLES / ok["candidate"]),
+        "--job-id", "b-1", "--batch", "b1", "--trials", "2")
+    cli(redis_url, "wait", "b-1", "--timeout", "120")
+    assert "1/1 done" in cli(redis_url, "batch", "b1").stdout
+    for args in (("batch", "nope"), ("batch", "b1", "--tenant", "other")):
+        p = cli(redis_url, *args, check=False)
+        assert p.returncode == 3 and "not found" in p.stderr, (args, p.stderr)
+    # waiting jobs, not the stream's length (a done entry stays in the stream until it is trimmed)
+    assert "dev: waiting 0, running 0, completed 1" in cli(redis_url, "status").stdout
+    tenant = next(t for t in json.loads(cli(redis_url, "status", "--json").stdout)["tenants"] if t["tenant"] == "dev")
+    assert (tenant["waiting"], tenant["running"], tenant["completed"]) == (0, 0, 1), tenant
+
+
+def test_local_eval_shares_the_dev_daemons_cache():
+    runtime = Path(tempfile.mkdtemp(prefix="kjudge-rt."))
+    ok = next(ex for ex in examples() if ex["expect"] == "OK" and ex["task"].startswith("cpp/"))
+    hits = []
+    for _ in range(2):
+        p = subprocess.run([str(BIN / "kjudge"), "eval", "--task", str(EXAMPLES / ok["task"]), "--candidate",
+                            str(EXAMPLES / ok["candidate"]), "--trials", "2", "--json"],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+        assert p.returncode == 0, p.stderr
+        result = json.loads(p.stdout)
+        assert result["status"] == "OK", result
+        hits.append(bool(result["compile"].get("cacheHit")))
+    assert hits == [False, True]  # the second eval reused the first one's build
+    assert any((runtime / "kjudge" / "state" / "cache").iterdir())
+    shutil.rmtree(runtime, ignore_errors=True)

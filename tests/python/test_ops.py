@@ -123,6 +123,10 @@ def test_priority_lanes_run_high_first_and_low_last(workdir, daemons):
     cli(r.url, "submit", "--trivial", "--tenant", "t", "--job-id", "high-cli", "--priority", "1")
     got = c.wait_many("t", ["blocker", "low", "normal", "high", "high-cli"], 30)
     assert all(res.status == verdict_pb2.OK for res in got.values())
+    # the log line follows the stored result: wait for all five
+    deadline = time.monotonic() + 10
+    while len(d.events("job.done")) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
     started = [e["job_id"] for e in d.events("job.done")]
     assert started == ["blocker", "high", "high-cli", "normal", "low"]
 
