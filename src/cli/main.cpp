@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
         nlohmann::json j = {{"tenants", nlohmann::json::array()}, {"nodes", nlohmann::json::array()}};
         for (const auto& t : st.tenants)
           j["tenants"].push_back({{"tenant", t.tenant}, {"waiting", t.lag}, {"running", t.pending},
-                                  {"completed", t.completed}, {"stream_entries", t.queued}});
+                                  {"completion_events", t.completed}, {"stream_entries", t.queued}});
         for (const auto& n : st.nodes)
           j["nodes"].push_back({{"node", n.node}, {"info", nlohmann::json::parse(n.info, nullptr, false)}, {"ttl_ms", n.ttl_ms}});
         std::cout << j.dump(2) << "\n";
@@ -303,9 +303,10 @@ int main(int argc, char** argv) {
       std::cout << "tenants:\n";
       for (const auto& t : st.tenants)
         // waiting: not yet taken by a node; running: taken, not acknowledged (the stream keeps done
-        // entries until it is trimmed, so its length is not a count of anything waiting)
-        std::cout << "  " << t.tenant << ": waiting " << t.lag << ", running " << t.pending << ", completed "
-                  << t.completed << "\n";
+        // entries until it is trimmed, so its length is not a count of anything waiting); the
+        // completion stream has one event per result and per finished batch
+        std::cout << "  " << t.tenant << ": waiting " << t.lag << ", running " << t.pending
+                  << " (completion stream: " << t.completed << " events)\n";
       std::cout << "nodes:\n";
       for (const auto& n : st.nodes) std::cout << "  " << n.node << " " << n.info << "\n";
       return 0;

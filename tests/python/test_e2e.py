@@ -252,9 +252,9 @@ def test_batch_and_status_say_what_a_user_needs(redis_url, daemon):
         p = cli(redis_url, *args, check=False)
         assert p.returncode == 3 and "not found" in p.stderr, (args, p.stderr)
     # waiting jobs, not the stream's length (a done entry stays in the stream until it is trimmed)
-    assert "dev: waiting 0, running 0, completed 1" in cli(redis_url, "status").stdout
+    assert "dev: waiting 0, running 0 (completion stream: 2 events)" in cli(redis_url, "status").stdout  # result, batch
     tenant = next(t for t in json.loads(cli(redis_url, "status", "--json").stdout)["tenants"] if t["tenant"] == "dev")
-    assert (tenant["waiting"], tenant["running"], tenant["completed"]) == (0, 0, 1), tenant
+    assert (tenant["waiting"], tenant["running"], tenant["stream_entries"]) == (0, 0, 1), tenant
 
 
 def test_local_eval_shares_the_dev_daemons_cache():
