@@ -89,6 +89,26 @@ void take_cpus(const toml::table& t, std::string_view key, std::optional<double>
   }
 }
 
+// sandbox.gpus: "all" (every NVIDIA device of the node) or a list of device minors.
+void apply_gpus(const toml::table& s, SandboxConfig& sb) {
+  const auto* node = s.get("gpus");
+  if (!node) return;
+  const std::string bad = "sandbox.gpus must be \"all\" or a list of distinct GPU device minors in 0..999";
+  if (auto text = node->value<std::string>()) {
+    if (*text != "all") throw std::runtime_error(bad + ", not \"" + *text + "\"");
+    sb.all_gpus = true;
+    return;
+  }
+  const auto* arr = node->as_array();
+  if (!arr || arr->empty()) throw std::runtime_error(bad);
+  for (const auto& e : *arr) {
+    const auto v = e.value<std::int64_t>();
+    if (!v || *v < 0 || *v > 999 || std::find(sb.gpus.begin(), sb.gpus.end(), *v) != sb.gpus.end())
+      throw std::runtime_error(bad);
+    sb.gpus.push_back(static_cast<int>(*v));
+  }
+}
+
 void apply_sandbox_limits(const toml::table& s, SandboxConfig& sb) {
   constexpr std::int64_t kMinMemory = 16ll << 20;  // less cannot start a compiler; catches MiB-for-bytes slips
   constexpr std::int64_t kMaxMemory = 1ll << 50;
@@ -109,6 +129,7 @@ void apply_sandbox_limits(const toml::table& s, SandboxConfig& sb) {
       throw std::runtime_error("sandbox.gpu_index must be a GPU's device minor in 0..999, not " + std::to_string(*v));
     sb.gpu_index = static_cast<int>(*v);
   }
+  apply_gpus(s, sb);
 }
 
 void apply(const toml::table& root, Config& c) {

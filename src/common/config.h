@@ -35,6 +35,9 @@ struct SandboxConfig {
   std::optional<double> run_cpus;
   SeccompMode seccomp = SeccompMode::Enforce;    // Log and Off are for debugging (warned at load)
   std::optional<int> gpu_index;  // device minor for run slots; unset: $KJUDGE_GPU_INDEX, else auto-detect
+  // The GPUs one kjudged drives (`gpus = "all" | [0, 2, 5]`); empty and not all: one GPU, gpu_index's.
+  std::vector<int> gpus;
+  bool all_gpus = false;
 };
 
 struct ToolchainConfig {

@@ -99,8 +99,8 @@ Daemon::Daemon(Config cfg, std::function<Config()> reload)
     : cfg_(std::move(cfg)),
       reload_fn_(std::move(reload)),
       slots_(cfg_.workers),
-      gpu_(gpu_index(cfg_)),
-      gpu_health_(sandboxed_canary(cfg_)) {
+      gpu_health_(sandboxed_canary(cfg_)),
+      placement_(node_gpus(cfg_), gpu_health_) {
   metrics_.slots = cfg_.workers;
 }
 
@@ -201,7 +201,7 @@ void Daemon::heartbeat() {
     }
     nlohmann::json info = {{"version", KJUDGE_VERSION}, {"workers", cfg_.workers}, {"busy", busy},
                            {"jobs_done", jobs_done_.load()}, {"pid", ::getpid()}, {"draining", stopping_.load()},
-                           {"gpus", gpu_health_.to_json()}};
+                           {"gpus", gpu_health_.to_json()}, {"gpu_jobs", gpu_jobs_json()}};
     loop_queue_->heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
     notify("STATUS=" + std::string(stopping_ ? "draining" : "fetching") + ", busy " + std::to_string(busy) + "/" +
            std::to_string(cfg_.workers) + ", jobs done " + std::to_string(jobs_done_.load()));
@@ -426,7 +426,7 @@ HttpReply Daemon::http(const std::string& target) {
   if (target == "/readyz") {
     if (stopping_) return {503, "draining\n"};
     if (!fetch_ok_) return {503, "redis not reachable\n"};
-    if (gpu_quarantined()) return {503, "gpu " + std::to_string(gpu_) + " quarantined\n"};
+    if (gpu_quarantined()) return {503, "every gpu of this node is quarantined\n"};
     return {200, "ready\n"};
   }
   if (target == "/metrics") {
@@ -440,7 +440,8 @@ HttpReply Daemon::http(const std::string& target) {
       std::lock_guard lk(mu_);
       metrics_.busy = busy_;
     }
-    return {200, metrics_.render(tenants, !stopping_ && fetch_ok_) + gpu_health_.render_metrics()};
+    return {200, metrics_.render(tenants, !stopping_ && fetch_ok_) + gpu_health_.render_metrics() +
+                     placement_.render_metrics()};
   }
   return {404, "not found: /metrics, /livez, /readyz\n"};
 }
@@ -492,8 +493,18 @@ void Daemon::dispatch_ready() {
     boost::asio::post(slots_, [this, h, slot] {
       process(h, slot);
       check_gpu(h);
+      if (h->gpu >= 0) placement_.release(h->gpu);
       finish(h);
     });
+  }
+}
+
+// A usable GPU for the job, the least busy: waits while none is (a canary runs, or all are
+// quarantined); -1 only when the daemon stops meanwhile (the job is then an INFRA_ERROR, retried).
+int Daemon::place_job() {
+  for (;;) {
+    if (auto gpu = placement_.place(std::chrono::seconds(1))) return *gpu;
+    if (stopping_) return -1;
   }
 }
 
@@ -501,19 +512,37 @@ void Daemon::dispatch_ready() {
 // hung or was killed on. The canary holds the GPU lock, so it never runs beside another job's timing.
 void Daemon::check_gpu(const HeldPtr& h) {
   if (h->gpu_outcome == GpuJobOutcome::Clean) return;
+  if (h->gpu_outcome == GpuJobOutcome::Clean || h->gpu < 0) return;
   try {
-    GpuLock lock(gpu_lock_file(cfg_));
-    if (!gpu_health_.after_job(gpu_, h->gpu_outcome, h->gpu_incident))
-      log::error("gpu.unusable", {{"gpu", gpu_}, {"after_job", h->d.job_id}, {"node", cfg_.node}});
+    GpuLock lock(gpu_lock_file(config_for_gpu(h->gpu)));
+    if (!gpu_health_.after_job(h->gpu, h->gpu_outcome, h->gpu_incident))
+      log::error("gpu.unusable", {{"gpu", h->gpu}, {"after_job", h->d.job_id}, {"node", cfg_.node}});
   } catch (const std::exception& e) {
-    gpu_health_.quarantine(gpu_, std::string("health check failed: ") + e.what());
+    gpu_health_.quarantine(h->gpu, std::string("health check failed: ") + e.what());
   }
 }
 
+// Every GPU of the node quarantined: it can judge nothing (one of several quarantined is not that).
 bool Daemon::gpu_quarantined() const {
-  for (const auto& g : gpu_health_.snapshot())
-    if (g.gpu == gpu_ && g.state == GpuState::Quarantined) return true;
-  return false;
+  for (int gpu : placement_.gpus()) {
+    bool quarantined = false;
+    for (const auto& g : gpu_health_.snapshot())
+      if (g.gpu == gpu && g.state == GpuState::Quarantined) quarantined = true;
+    if (!quarantined) return false;
+  }
+  return true;
+}
+
+Config Daemon::config_for_gpu(int gpu) const {
+  Config c = cfg_;
+  c.sandbox.gpu_index = gpu;
+  return c;
+}
+
+nlohmann::json Daemon::gpu_jobs_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [gpu, n] : placement_.running()) j[std::to_string(gpu)] = n;
+  return j;
 }
 
 void Daemon::finish(const HeldPtr& h) {
@@ -581,7 +610,7 @@ void Daemon::fetch_loop() {
         next_trim = now + cfg_.queue.trim_interval;
       }
       fetch_ok_ = true;
-      if (!gpu_health_.usable(gpu_)) {  // quarantined (or a canary runs): take nothing new
+      if (!placement_.any_usable()) {  // every GPU quarantined (or checked by a canary): take nothing new
         std::this_thread::sleep_for(200ms);
         continue;
       }
@@ -694,7 +723,9 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         const auto j0 = Clock::now();
         SandboxWatch watch;
         watch.cancel_fd = h->cancel_fd;
-        result = judge(job, JudgeContext{cfg_, worker, &watch});
+        h->gpu = place_job();
+        result = h->gpu < 0 ? status_result(job_id, d.tenant, v1::INFRA_ERROR, "no healthy GPU on this node", worker)
+                            : judge(job, JudgeContext{config_for_gpu(h->gpu), worker, &watch});
         h->gpu_outcome = GpuHealth::classify(result.status() == v1::CUDA_FAULT, false, watch.gpu_runs_killed > 0,
                                              watch.gpu_runs_stuck > 0);
         h->gpu_incident = job_id + ": " + (result.status() == v1::CUDA_FAULT ? result.message() : watch.last_gpu_incident);

@@ -21,6 +21,7 @@
 #include "common/config.h"
 #include "daemon/fair.h"
 #include "daemon/gpu_health.h"
+#include "daemon/gpu_placement.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
 #include "kjqueue/queue.h"
@@ -50,6 +51,7 @@ class Daemon {
     bool running = false;
     bool cluster_capped = false;  // holds a member of its tenant's running set (kj_fetch admitted it)
     // What its sandboxes that held the GPU went through (set by process, read by check_gpu).
+    int gpu = -1;  // the GPU it was placed on (-1: not placed)
     GpuJobOutcome gpu_outcome = GpuJobOutcome::Clean;
     std::string gpu_incident;
     std::chrono::steady_clock::time_point taken = std::chrono::steady_clock::now();
@@ -65,6 +67,9 @@ class Daemon {
   void process(const HeldPtr& h, unsigned slot);
   void finish(const HeldPtr& h);
   void check_gpu(const HeldPtr& h);
+  int place_job();                              // the job's GPU (least busy usable one); -1 when stopping
+  Config config_for_gpu(int gpu) const;          // the node's config with sandbox.gpu_index = gpu
+  nlohmann::json gpu_jobs_json() const;          // jobs per GPU, for the heartbeat
   bool gpu_quarantined() const;  // canary after a GPU fault/timeout/kill (slot thread, result stored)
   // event loop
   void heartbeat();
@@ -103,8 +108,8 @@ class Daemon {
   std::atomic<bool> fetch_ok_{false};           // its last Redis call succeeded
   std::uint64_t watchdog_usec_ = 0;
   Metrics metrics_;
-  int gpu_ = 0;  // sandbox.gpu_index: the device this node's run slots use
   GpuHealth gpu_health_;
+  GpuPlacement placement_;  // the node's GPUs (sandbox.gpus), each job on the least busy usable one
 };
 
 }  // namespace kj

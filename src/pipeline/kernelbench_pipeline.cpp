@@ -26,6 +26,7 @@
 #include "pipeline/sha256.h"
 #include "pipeline/stats.h"
 #include "pipeline/workspace.h"
+#include "pipeline/sandbox_profiles.h"
 #include "worker/device_budget.h"
 #include "worker/worker_job.h"
 #include "worker/worker_pool.h"
@@ -265,7 +266,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // Device memory: the candidate's copies of a set, its output and its timing pool, admitted
   // beside the other running candidates (waiting here is the node's time, not the candidate's).
   double admission_wait = 0;
-  const auto device_hold = device_budget().acquire(
+  const auto device_hold = device_budget(gpu_index(cfg)).acquire(
       orep.value("candidate_device_bytes", std::uint64_t{0}),
       static_cast<std::uint64_t>(kCandidateDeviceShare * orep.value("device_total_bytes", 0.0)), &admission_wait);
   (*r.mutable_phase_seconds())["device_memory_wait"] = admission_wait;

@@ -1,5 +1,7 @@
 #include "pipeline/sandbox_profiles.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <regex>
 #include <stdexcept>
@@ -76,16 +78,30 @@ int gpu_index(const Config& cfg) {
     return std::atoi(env);
   }
   // The lowest /dev/nvidiaN present: a container given one GPU of a larger host may only have /dev/nvidia3.
-  int lowest = -1;
+  const auto minors = nvidia_device_minors();
+  return minors.empty() ? 0 : minors.front();
+}
+
+std::vector<int> nvidia_device_minors() {
+  std::vector<int> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
     const std::string n = e.path().filename().string();
-    if (n.size() > 6 && n.rfind("nvidia", 0) == 0 && n.find_first_not_of("0123456789", 6) == std::string::npos) {
-      const int i = std::atoi(n.c_str() + 6);
-      if (lowest < 0 || i < lowest) lowest = i;
-    }
+    if (n.size() > 6 && n.size() <= 9 && n.rfind("nvidia", 0) == 0 &&
+        n.find_first_not_of("0123456789", 6) == std::string::npos)
+      out.push_back(std::atoi(n.c_str() + 6));
   }
-  return lowest < 0 ? 0 : lowest;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int> node_gpus(const Config& cfg) {
+  if (!cfg.sandbox.gpus.empty()) return cfg.sandbox.gpus;
+  if (cfg.sandbox.all_gpus) {
+    auto all = nvidia_device_minors();
+    if (!all.empty()) return all;
+  }
+  return {gpu_index(cfg)};
 }
 
 kjsandbox::Policy compile_policy(const Config& cfg, const std::filesystem::path& job_dir, std::vector<std::string> argv,

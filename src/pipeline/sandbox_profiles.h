@@ -21,6 +21,14 @@ kjsandbox::Policy compile_policy(const Config& cfg, const std::filesystem::path&
 // else the lowest /dev/nvidiaN present, else 0.
 int gpu_index(const Config& cfg);
 
+// Every /dev/nvidiaN of this host, by minor.
+std::vector<int> nvidia_device_minors();
+
+// The GPUs one kjudged judges on: sandbox.gpus; "all": every /dev/nvidiaN (none: gpu_index's);
+// unset: the one gpu_index names (the one-daemon-per-GPU mode). A job runs with its config's
+// gpu_index set to the GPU it was placed on, so everything below the daemon sees one GPU.
+std::vector<int> node_gpus(const Config& cfg);
+
 // `inputs_dir` may be empty (OpenCL builds run the runner without inputs).
 kjsandbox::Policy run_policy(const Config& cfg, const std::filesystem::path& job_dir,
                              const std::filesystem::path& inputs_dir, std::vector<std::string> argv,

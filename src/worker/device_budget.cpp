@@ -1,6 +1,7 @@
 #include "worker/device_budget.h"
 
 #include <chrono>
+#include <map>
 
 namespace kj {
 
@@ -27,9 +28,11 @@ std::uint64_t DeviceBudget::held() const {
   return held_;
 }
 
-DeviceBudget& device_budget() {
-  static DeviceBudget b;
-  return b;
+DeviceBudget& device_budget(int gpu) {
+  static std::mutex mu;
+  static std::map<int, DeviceBudget> budgets;  // node-lived; std::map keeps references stable
+  std::lock_guard lock(mu);
+  return budgets[gpu];
 }
 
 }  // namespace kj

@@ -37,7 +37,7 @@ class DeviceBudget {
   std::uint64_t held_ = 0;
 };
 
-// This process's budget for its GPU.
-DeviceBudget& device_budget();
+// This process's budget for GPU `gpu` (its device minor).
+DeviceBudget& device_budget(int gpu);
 
 }  // namespace kj

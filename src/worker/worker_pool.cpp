@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 
+#include "pipeline/sandbox_profiles.h"
 #include "pipeline/workspace.h"
 
 namespace kj {
@@ -44,7 +45,8 @@ fs::path worker_dir(const Config& cfg, const std::string& key) {
 }  // namespace
 
 std::shared_ptr<TrustedWorker> trusted_worker(const Config& cfg, const std::string& tenant, bool gpu) {
-  const std::string key = tenant + (gpu ? "-gpu" : "-cpu");
+  // one per GPU too: the job's config names the GPU it was placed on (sandbox.gpu_index)
+  const std::string key = tenant + (gpu ? fmt::format("-gpu{}", gpu_index(cfg)) : "-cpu");
   Pool& p = pool();
   std::lock_guard lock(p.mu);
   auto& w = p.workers[key];

@@ -1,4 +1,4 @@
-// Which trusted worker serves a job: one per tenant and device kind on this node, so a tenant's
+// Which trusted worker serves a job: one per tenant and GPU (or the CPU) on this node, so a tenant's
 // reference code never shares a process (or a CUDA context) with another tenant's data.
 #pragma once
 

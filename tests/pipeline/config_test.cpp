@@ -131,6 +131,11 @@ TEST(Config, BadSandboxAndToolchainValuesNameTheKey) {
       {"[sandbox]\ngpu_index = -1\n", "sandbox.gpu_index"},
       {"[sandbox]\ngpu_index = 1000\n", "sandbox.gpu_index"},
       {"[sandbox]\ngpu_index = \"0\"\n", "sandbox.gpu_index"},
+      {"[sandbox]\ngpus = \"some\"\n", "sandbox.gpus"},
+      {"[sandbox]\ngpus = []\n", "sandbox.gpus"},
+      {"[sandbox]\ngpus = [0, 0]\n", "sandbox.gpus"},
+      {"[sandbox]\ngpus = [1000]\n", "sandbox.gpus"},
+      {"[sandbox]\ngpus = [\"0\"]\n", "sandbox.gpus"},
       {"[toolchain]\ncuda_arch = \"90\"\n", "toolchain.cuda_arch"},
       {"[toolchain]\ncuda_arch = \"sm_90 -Xcompiler=-fplugin=x\"\n", "toolchain.cuda_arch"},
       {"[toolchain]\ncuda_arch = 90\n", "toolchain.cuda_arch"},
@@ -219,6 +224,20 @@ TEST(SandboxProfiles, GpuIndexFromConfigThenEnvironment) {
   ::unsetenv("KJUDGE_GPU_INDEX");
   EXPECT_GE(kj::gpu_index(c), 0);  // detected
   if (old) ::setenv("KJUDGE_GPU_INDEX", saved.c_str(), 1);
+}
+
+TEST(SandboxProfiles, NodeGpusFromTheConfigOrEveryDevice) {
+  TempDir d;
+  write(d.path / "list.toml", "[sandbox]\ngpus = [0, 2, 5]\n");
+  EXPECT_EQ(kj::node_gpus(kj::load_config(d.path / "list.toml")), (std::vector<int>{0, 2, 5}));
+  write(d.path / "all.toml", "[sandbox]\ngpus = \"all\"\n");
+  const auto all = kj::load_config(d.path / "all.toml");
+  EXPECT_TRUE(all.sandbox.all_gpus);
+  const auto devices = kj::nvidia_device_minors();  // this host's (none on a machine without GPUs)
+  EXPECT_EQ(kj::node_gpus(all), devices.empty() ? std::vector<int>{kj::gpu_index(all)} : devices);
+  auto one = kj::load_config(std::nullopt);
+  one.sandbox.gpu_index = 3;
+  EXPECT_EQ(kj::node_gpus(one), std::vector<int>{3});  // one kjudged per GPU, as before
 }
 
 TEST(Toolchain, ConfiguredCudaArchOverridesDetection) {
