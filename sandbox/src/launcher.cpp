@@ -65,6 +65,26 @@ void make_pipe(Fd& read_end, Fd& write_end) {
   write_end.reset(p[1]);
 }
 
+// One byte to the child's sync pipe. A child that died during setup has closed its end: the write
+// must fail with EPIPE, not raise SIGPIPE, which would end the whole calling process (kjudged and
+// every job it runs). SIGPIPE is blocked for this thread around the write and a pending one taken.
+bool write_sync_byte(int fd, char byte) {
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  const ssize_t n = ::write(fd, &byte, 1);
+  const int err = errno;
+  if (n < 0 && err == EPIPE) {
+    const timespec none{0, 0};
+    while (sigtimedwait(&pipe_only, nullptr, &none) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return n == 1;
+}
+
 std::string errno_text(int err) {
   return std::string(strerror(err)) + " (errno " + std::to_string(err) + ")";
 }
@@ -377,9 +397,9 @@ Report run(const Policy& policy) {
   std::string map_error;
   if (!write_id_maps(pid, policy, &map_error)) return setup_failed("user namespace id maps: " + map_error);
   const char go[2] = {'m', 'c'};
-  if (::write(sync_w.get(), &go[0], 1) != 1) return setup_failed("release the child: " + errno_text(errno));
+  if (!write_sync_byte(sync_w.get(), go[0])) return setup_failed("release the child: " + errno_text(errno));
   if (need_attach && !cgroup->attach(pid, &map_error)) return setup_failed(map_error);
-  (void)!::write(sync_w.get(), &go[1], 1);
+  (void)write_sync_byte(sync_w.get(), go[1]);  // a child that died meanwhile reports why below
   sync_w.reset();
 
   enum class Killed { No, Wall, Output, Cancel } killed = Killed::No;

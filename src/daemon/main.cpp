@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -44,6 +45,9 @@ int main(int argc, char** argv) {
   app.add_option("--workers", workers, "concurrent jobs")->check(CLI::Range(1u, 1024u));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error");
   CLI11_PARSE(app, argc, argv);
+  // A daemon must not die of a write to a peer that went away (a sandbox child, a worker, Redis):
+  // every write path checks its error instead.
+  std::signal(SIGPIPE, SIG_IGN);
 
   try {
     kj::Config cfg = kj::load_config(config_file ? std::optional<std::filesystem::path>(*config_file) : std::nullopt);

@@ -1,5 +1,7 @@
 // Outcomes: exit codes, signals, captured output, stdin, setup failures, concurrency.
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -89,6 +91,24 @@ TEST_F(SandboxBasics, MissingCommandIsSetupFailed) {
   EXPECT_EQ(r.outcome, Outcome::SetupFailed);
   EXPECT_NE(r.error.find("execve /usr/bin/no-such-command"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("No such file"), std::string::npos) << r.error;
+}
+
+// A child that dies while it builds its root (here: a bind source behind a directory only root may
+// enter) has closed its sync pipe before the launcher's second release byte: that write must not
+// raise SIGPIPE, which would end the calling process (kjudged and every job it runs).
+TEST_F(SandboxBasics, AChildThatDiesDuringSetupDoesNotKillTheCaller) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: sandboxes then run as an unprivileged host uid";
+  TempDir dir;
+  const std::string closed = dir.file("root-only"), inner = closed + "/inner";
+  ASSERT_EQ(::mkdir(closed.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(closed.c_str(), 0, 0), 0);
+  ASSERT_EQ(::mkdir(inner.c_str(), 0755), 0);
+  auto p = policy_for({"/bin/true"});
+  p.binds.push_back({inner, "/x", false});
+  for (int i = 0; i < 20; ++i) {  // the race with the child's exit goes both ways: try it often
+    auto r = kjsandbox::run(p);
+    EXPECT_EQ(r.outcome, Outcome::SetupFailed) << r.error;
+  }
 }
 
 TEST_F(SandboxBasics, BadPolicyIsSetupFailed) {
