@@ -407,3 +407,39 @@ def test_systemd_unit_verifies(tmp_path):
     local.write_text(unit.read_text().replace("/usr/local/bin/kjudged", str(BIN / "kjudged")))
     p = subprocess.run([analyze, "verify", str(local)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "kjudged.service" not in p.stderr, p.stderr
+
+
+def test_one_daemon_over_several_gpus_spreads_jobs_and_reports_each(workdir, daemons):
+    # no GPU on a CI machine: CPU jobs still go through placement, so the node's two GPU slots
+    # both fill, and each GPU has its series and its running jobs in the heartbeat
+    r = RedisProc(workdir)
+    c = client_for(r)
+    port = free_port()
+    node = Daemon(r.url, workdir, "multi", workers=4,
+                  extra=f"[metrics]\nport = {port}\n[sandbox]\ngpus = [3, 5]\n")
+    daemons.append(node)
+    ids = [f"g{i}" for i in range(4)]
+    c.submit_many([trivial(j, argv=("/bin/sleep", "4")) for j in ids])
+    metrics = f"http://127.0.0.1:{port}/metrics"
+    deadline = time.monotonic() + 20
+    while True:  # all four running: two on each GPU (the metrics are live)
+        try:
+            text = urllib.request.urlopen(metrics).read().decode()
+        except OSError:
+            text = ""
+        if 'kjudge_gpu_running_jobs{gpu="3"} 2' in text and 'kjudge_gpu_running_jobs{gpu="5"} 2' in text:
+            break
+        assert time.monotonic() < deadline, text[-2000:]
+        time.sleep(0.05)
+    assert 'kjudge_gpu_quarantined{gpu="3"} 0' in text and 'kjudge_gpu_quarantined{gpu="5"} 0' in text
+    deadline = time.monotonic() + 10
+    while True:  # and the heartbeat says so at its next beat
+        nodes = json.loads(cli(r.url, "admin", "--json", "nodes").stdout)
+        info = nodes[0]["info"] if nodes else {}
+        if info.get("gpu_jobs") == {"3": 2, "5": 2}:
+            break
+        assert time.monotonic() < deadline, info
+        time.sleep(0.1)
+    assert [g["gpu"] for g in info["gpus"]["gpus"]] == [3, 5]
+    got = c.wait_many("t", ids, 30)
+    assert all(v is not None and v.status == verdict_pb2.OK for v in got.values())
