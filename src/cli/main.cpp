@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/admin.h"
+#include "cli/exit_code.h"
 #include "cli/job_builder.h"
 #include "cli/result_view.h"
 #include "common/config.h"
@@ -78,13 +79,11 @@ kjqueue::Endpoint endpoint_for(const std::string& url) {
 
 bool kernelbench_format = false;  // --kernelbench-json: KernelBench's result JSON instead
 
+// Prints the result; the exit code says its verdict's class (cli/exit_code.h).
 int print_result(const v1::Result& r, bool json) {
-  if (kernelbench_format) {
-    std::cout << kj::cli::kernelbench_view(r) << "\n";
-    return 0;
-  }
-  std::cout << (json ? kj::cli::json_view(r) + "\n" : kj::cli::text_view(r));
-  return 0;
+  if (kernelbench_format) std::cout << kj::cli::kernelbench_view(r) << "\n";
+  else std::cout << (json ? kj::cli::json_view(r) + "\n" : kj::cli::text_view(r));
+  return kj::cli::exit_code_for(r.status());
 }
 
 }  // namespace

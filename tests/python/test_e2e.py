@@ -29,6 +29,12 @@ EXAMPLES = ROOT / "examples" / "native"
 MAX_JOB_BYTES = 256 * 1024
 
 
+# `kjudge eval` / `kjudge wait` exit by verdict class (src/cli/exit_code.h)
+EXIT_CODES = {"OK": 0, "COMPILE_ERROR": 10, "RUNTIME_ERROR": 11, "CUDA_FAULT": 11, "TIMEOUT": 11, "MEMORY_LIMIT": 11,
+              "OUTPUT_LIMIT": 11, "INCORRECT": 11, "FALLBACK": 12, "DECOY": 12, "CHEAT": 12, "SUSPICIOUS": 12,
+              "UNVERIFIABLE": 12, "INVALID_JOB": 13, "CANCELLED": 13, "EXPIRED": 13, "INFRA_ERROR": 14}
+
+
 def cli(redis_url, *args, check=True, timeout=300):
     p = subprocess.run([str(BIN / "kjudge"), "--redis", redis_url, *args], capture_output=True, text=True,
                        timeout=timeout)
@@ -86,17 +92,17 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
     cli(redis_url, "submit", *common, "--job-id", "kb-strict", "--meta", "sample_id=0")
     cli(redis_url, "submit", *common, "--job-id", "kb-compat", "--compat", "--meta", "sample_id=1")
     # the first KernelBench job on a cache also builds the precompiled torch header (~1.5 min)
-    r = json.loads(cli(redis_url, "wait", "kb-strict", "--json", "--timeout", "900", timeout=960).stdout)
+    r = json.loads(cli(redis_url, "wait", "kb-strict", "--json", "--timeout", "900", timeout=960, check=False).stdout)
     assert r["status"] == "OK", r.get("message")
     assert [s["name"] for s in r["correctness"]] == ["declared", "declared-2", "signed", "large", "spike"]
     assert r["legality"]["customKernels"] >= 1 and r["performance"]["audits"] >= 1
     # the next candidate for the same task on this node reuses the reference's timing
     cli(redis_url, "submit", *common, "--job-id", "kb-strict-again")
-    again = json.loads(cli(redis_url, "wait", "kb-strict-again", "--json", "--timeout", "300", timeout=360).stdout)
+    again = json.loads(cli(redis_url, "wait", "kb-strict-again", "--json", "--timeout", "300", timeout=360, check=False).stdout)
     assert again["status"] == "OK", again.get("message")
     assert again["performance"].get("baselineCached") is True
     assert again["performance"]["baseline"] == r["performance"]["baseline"]
-    kb = json.loads(cli(redis_url, "wait", "kb-compat", "--kernelbench-json", "--timeout", "900", timeout=960).stdout)
+    kb = json.loads(cli(redis_url, "wait", "kb-compat", "--kernelbench-json", "--timeout", "900", timeout=960, check=False).stdout)
     assert set(kb) == {"compiled", "correctness", "metadata", "runtime", "runtime_stats", "ref_runtime",
                        "ref_runtime_stats"}
     assert kb["compiled"] and kb["correctness"], kb["metadata"]
@@ -127,9 +133,10 @@ def test_every_example_gets_its_verdict_through_the_cli(redis_url, daemon):
         assert out.stdout.strip() == job_id
         ids.append(job_id)
     for job_id, ex in zip(ids, examples()):
-        out = cli(redis_url, "wait", job_id, "--json", "--timeout", "300")
+        out = cli(redis_url, "wait", job_id, "--json", "--timeout", "300", check=False)
         r = json.loads(out.stdout)
         assert r["status"] == ex["expect"], f"{ex['candidate']}: {r.get('message')} {r.get('feedback')}"
+        assert out.returncode == EXIT_CODES[ex["expect"]], (ex["candidate"], out.returncode)
         assert r["jobId"] == job_id and r["tenant"] == "dev"
         assert r["feedback"]
         if ex["expect"] == "OK":
@@ -139,12 +146,12 @@ def test_every_example_gets_its_verdict_through_the_cli(redis_url, daemon):
         else:
             assert r["reward"]["value"] < 0
     # the text view is one summary line per job with the verdict in column 2
-    text = cli(redis_url, "wait", ids[0]).stdout.splitlines()[0].split()
+    text = cli(redis_url, "wait", ids[0], check=False).stdout.splitlines()[0].split()
     assert text[:2] == [ids[0], examples()[0]["expect"]]
     # duplicates are idempotent: same id → same stored result, no second run
     cli(redis_url, "submit", "--task", str(EXAMPLES / examples()[0]["task"]), "--candidate",
         str(EXAMPLES / examples()[1]["candidate"]), "--job-id", ids[0])
-    again = json.loads(cli(redis_url, "wait", ids[0], "--json").stdout)
+    again = json.loads(cli(redis_url, "wait", ids[0], "--json", check=False).stdout)
     assert again["status"] == examples()[0]["expect"]
 
 
@@ -213,8 +220,8 @@ def test_local_eval_matches_the_daemon_verdicts():
         p = subprocess.run([str(BIN / "kjudge"), "eval", "--task", str(EXAMPLES / ex["task"]), "--candidate",
                             str(EXAMPLES / ex["candidate"]), "--run-wall-ms", "3000", "--trials", "2", "--json"],
                            capture_output=True, text=True, timeout=120)
-        assert p.returncode == 0, p.stderr
-        assert json.loads(p.stdout)["status"] == ex["expect"], ex["candidate"]
+        assert json.loads(p.stdout)["status"] == ex["expect"], (ex["candidate"], p.stderr)
+        assert p.returncode == EXIT_CODES[ex["expect"]], (ex["candidate"], p.returncode)
 
 
 def test_dev_mode_starts_its_own_redis_and_judges(tmp_path):
@@ -231,7 +238,7 @@ def test_dev_mode_starts_its_own_redis_and_judges(tmp_path):
         ex = examples()[0]
         cli(url, "submit", "--task", str(EXAMPLES / ex["task"]), "--candidate", str(EXAMPLES / ex["candidate"]),
             "--job-id", "dev-1", "--trials", "2")
-        r = json.loads(cli(url, "wait", "dev-1", "--json", "--timeout", "120").stdout)
+        r = json.loads(cli(url, "wait", "dev-1", "--json", "--timeout", "120", check=False).stdout)
         assert r["status"] == "OK", r
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
