@@ -5,17 +5,23 @@ from html import escape
 COLORS = ["#3b6fb6", "#e08a2c", "#4e9a5b", "#b04a5a"]
 
 
+def _head(width, height, title, names, left):
+    """The opening tag, the title and one legend entry per series."""
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img">' % (width, height),
+             '<text x="0" y="16" font-weight="bold">%s</text>' % escape(title)]
+    for i, name in enumerate(names):
+        parts.append('<rect x="%d" y="24" width="10" height="10" fill="%s"/><text x="%d" y="33" font-size="12">%s</text>'
+                     % (left + i * 110, COLORS[i % 4], left + i * 110 + 14, escape(name)))
+    return parts
+
+
 def bar_chart(categories, series, title, width=640, bar_h=16):
     """Horizontal grouped bars. categories: labels; series: [(name, [value per category])]."""
     top = max([v for _n, vals in series for v in vals] + [1])
     group_h = bar_h * len(series) + 8
     height = 40 + group_h * len(categories) + 20
     left, right = 150, width - 60
-    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img">' % (width, height),
-             '<text x="0" y="16" font-weight="bold">%s</text>' % escape(title)]
-    for i, (name, _vals) in enumerate(series):
-        parts.append('<rect x="%d" y="24" width="10" height="10" fill="%s"/><text x="%d" y="33" font-size="12">%s</text>'
-                     % (left + i * 110, COLORS[i % 4], left + i * 110 + 14, escape(name)))
+    parts = _head(width, height, title, [name for name, _vals in series], left)
     for c, cat in enumerate(categories):
         y0 = 40 + c * group_h
         parts.append('<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>'
@@ -44,11 +50,7 @@ def histogram(series, title, lo=-4.0, hi=4.0, step=0.5, width=640, height=240):
     top = max([n for c in counts for n in c] + [1])
     left, bottom, plot_w, plot_h = 40, height - 30, width - 60, height - 70
     bw = plot_w / nbins
-    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img">' % (width, height),
-             '<text x="0" y="16" font-weight="bold">%s</text>' % escape(title)]
-    for i, (name, _v) in enumerate(series):
-        parts.append('<rect x="%d" y="24" width="10" height="10" fill="%s"/><text x="%d" y="33" font-size="12">%s</text>'
-                     % (left + i * 110, COLORS[i % 4], left + i * 110 + 14, escape(name)))
+    parts = _head(width, height, title, [name for name, _v in series], left)
     for s, c in enumerate(counts):
         for b, n in enumerate(c):
             h = plot_h * n / top
