@@ -56,7 +56,7 @@ class Job:
         self.lock_path, self.heavy = lock_path, heavy
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
-                        "protocol_errors": [], "worker_faults": []}
+                        "protocol_errors": [], "transport_errors": [], "worker_faults": []}
         self.done = threading.Event()
         self.listener = None
 
@@ -184,8 +184,10 @@ class Job:
                 while True:
                     try:
                         msg, fds = wire.recv(conn)
-                    except (OSError, ValueError) as exc:
+                    except ValueError as exc:  # a malformed message: never the harness's
                         self.results["protocol_errors"].append(str(exc))
+                        break
+                    except OSError:  # the candidate's process is gone (crashed, killed, timed out)
                         break
                     if msg is None:
                         break
@@ -214,12 +216,17 @@ class Job:
                             wire.send(conn, {"ok": True})
                         else:
                             raise ValueError(f"unknown channel op {op!r}")
-                    except (ValueError, KeyError, TypeError, transport.VmmError, OSError) as exc:
+                    except (ValueError, KeyError, TypeError) as exc:  # refused: not a request the harness makes
                         self.results["protocol_errors"].append(f"{op}: {exc}")
-                        wire.send(conn, {"ok": False, "error": str(exc)})
+                        reply_error(conn, str(exc))
+                    except transport.VmmError as exc:  # shared memory that did not map: the candidate sees it
+                        self.results["transport_errors"].append(f"{op}: {exc}")
+                        reply_error(conn, str(exc))
                     except torch.cuda.OutOfMemoryError as exc:  # ours: the worker's own memory
                         self.results["worker_faults"].append(f"{op}: device out of memory: {str(exc)[:300]}")
-                        wire.send(conn, {"ok": False, "error": "the judge's worker ran out of device memory"})
+                        reply_error(conn, "the judge's worker ran out of device memory")
+                    except OSError:  # the candidate's process is gone mid-request
+                        break
                     finally:
                         for fd in fds:
                             os.close(fd)
@@ -340,6 +347,14 @@ class Job:
             self.listener.close()
             self.results["channel_left_open"] = True  # not the candidate's doing: its sandbox is gone
         return self.results
+
+
+def reply_error(conn, text):
+    """Tell the candidate its request failed; a candidate that is gone meanwhile hears nothing."""
+    try:
+        wire.send(conn, {"ok": False, "error": text})
+    except OSError:
+        pass
 
 
 def private_copy(values):

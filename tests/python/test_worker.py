@@ -224,3 +224,16 @@ def test_the_cache_never_keeps_an_entry_over_a_quarter_of_its_budget():
     assert not cache.put("big", object(), 26)
     assert cache.put("small", object(), 25)
     assert cache.get("big") is None and cache.get("small") is not None
+
+
+def test_a_candidate_that_dies_mid_request_is_not_a_protocol_violation(worker):
+    # a crashed or timed-out candidate leaves its requests unanswered: the worker's replies fail,
+    # which is not tampering (CHEAT is only for requests the harness never makes)
+    from kjudge_worker import wire
+    assert prepare(worker)["ok"]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(os.path.join(worker, "chan/j1/sock"))
+    wire.send(s, {"op": "inputs", "set": 0})
+    s.close()  # gone before the reply
+    res = ask(worker, {"op": "results", "job_id": "j1"})
+    assert res["protocol_errors"] == [] and res["flags"] == [], res
