@@ -58,7 +58,7 @@ void add_job_options(CLI::App* cmd, JobSpec& s) {
   cmd->add_option("--run-wall-ms", s.run_wall_ms, "run time limit per sandboxed run");
   cmd->add_option("--trials", s.trials, "timed trials");
   cmd->add_option("--sets", s.sets, "correctness input sets");
-  cmd->add_option("--reward-policy", s.reward_policy, "default-v1 | binary-v1 | buckets-v1");
+  cmd->add_option("--reward-policy", s.reward_policy, "default-v2 (default) | default-v1 | binary-v1 | buckets-v1");
   cmd->add_option("--kb-reference", s.kb_reference, "KernelBench-format reference module (Model, get_inputs, ...)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--kb-candidate", s.kb_candidate, "module defining ModelNew")->check(CLI::ExistingFile);

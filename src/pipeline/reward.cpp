@@ -8,8 +8,9 @@ namespace v1 = kjudge::v1;
 
 namespace {
 
-constexpr double kLambda = 0.5;        // weight of log-speedup in default-v1
-constexpr double kMaxLogSpeedup = 2.0;  // clip(log2 speedup) to [-2, 2]
+constexpr double kLambda = 0.5;        // weight of log-speedup in default-v1/v2
+constexpr double kMaxLogSpeedup = 2.0;  // clip(log2 speedup) to [-2, 2] (v1), [-1.5, 2] (v2)
+constexpr double kMinLogSpeedupV2 = -1.5;  // v2: a correct kernel scores at least 0.25
 
 bool is_cheat(v1::Verdict v) {
   return v == v1::CHEAT || v == v1::FALLBACK || v == v1::DECOY || v == v1::SUSPICIOUS || v == v1::UNVERIFIABLE;
@@ -23,14 +24,16 @@ double fraction_correct(const v1::Result& r) {
   return static_cast<double>(ok) / r.correctness_size();
 }
 
-v1::Reward default_v1(const v1::Result& r) {
+// default-v1 and default-v2 differ only in the floor of a correct kernel: v1's is 0 (at 0.25x and
+// slower), the value trainers often give failures; v2's is 0.25 (at 0.35x and slower).
+v1::Reward default_policy(const v1::Result& r, const char* version, double min_log_speedup) {
   v1::Reward w;
-  w.set_policy_version("default-v1");
+  w.set_policy_version(version);
   auto& c = *w.mutable_components();
   const auto v = r.status();
   if (v == v1::OK) {
     const double s = r.performance().speedup();
-    const double log_s = s > 0 ? std::clamp(std::log2(s), -kMaxLogSpeedup, kMaxLogSpeedup) : 0.0;
+    const double log_s = s > 0 ? std::clamp(std::log2(s), min_log_speedup, kMaxLogSpeedup) : 0.0;
     c["correct"] = 1.0;
     c["log2_speedup_clipped"] = log_s;
     w.set_value(1.0 + kLambda * log_s);
@@ -79,7 +82,8 @@ v1::Reward buckets_v1(const v1::Result& r) {
 }  // namespace
 
 bool known_reward_policy(const std::string& p) {
-  return p.empty() || p == "default" || p == "default-v1" || p == "binary-v1" || p == "buckets-v1";
+  return p.empty() || p == "default" || p == "default-v1" || p == "default-v2" || p == "binary-v1" ||
+         p == "buckets-v1";
 }
 
 v1::Reward compute_reward(const v1::Result& r, const std::string& policy) {
@@ -92,7 +96,8 @@ v1::Reward compute_reward(const v1::Result& r, const std::string& policy) {
   }
   if (policy == "binary-v1") return binary_v1(r);
   if (policy == "buckets-v1") return buckets_v1(r);
-  return default_v1(r);
+  if (policy == "default-v1") return default_policy(r, "default-v1", -kMaxLogSpeedup);
+  return default_policy(r, "default-v2", kMinLogSpeedupV2);
 }
 
 }  // namespace kj

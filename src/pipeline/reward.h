@@ -9,7 +9,8 @@
 
 namespace kj {
 
-// `policy`: "" or "default" → default-v1; "binary-v1": 0.3·correct + speedup·correct;
+// `policy`: "" or "default" → default-v2 (a correct kernel at least 0.25, above every failure);
+// "default-v1": the same with a floor of 0; "binary-v1": 0.3·correct + speedup·correct;
 // "buckets-v1": stepped speedup buckets. Unknown names fall back to the default (recorded).
 kjudge::v1::Reward compute_reward(const kjudge::v1::Result& result, const std::string& policy);
 

@@ -50,7 +50,7 @@ TEST_P(PipelineExample, GetsItsVerdict) {
   fs::remove_all(cfg.state_dir);
   EXPECT_EQ(v1::Verdict_Name(r.status()), ex.expect) << r.message() << "\n" << r.feedback();
   EXPECT_FALSE(r.feedback().empty());
-  EXPECT_EQ(r.reward().policy_version(), "default-v1");
+  EXPECT_EQ(r.reward().policy_version(), "default-v2");
   if (ex.expect == "OK") {
     EXPECT_EQ(r.correctness_size(), 2);
     EXPECT_EQ(r.performance().candidate().trials(), 3u);

@@ -25,7 +25,18 @@ TEST(Reward, DefaultOrdersVerdicts) {
   EXPECT_GT(incorrect, compile);
   EXPECT_GT(compile, cheat);  // cheats score strictly below compile failures
   EXPECT_DOUBLE_EQ(ok_same, 1.0);
-  EXPECT_EQ(kj::compute_reward(with(v1::OK), "").policy_version(), "default-v1");
+  EXPECT_EQ(kj::compute_reward(with(v1::OK), "").policy_version(), "default-v2");
+}
+
+TEST(Reward, CorrectButSlowScoresAboveZeroUnderTheDefault) {
+  // the value trainers give failures is 0: a correct kernel must never land there
+  for (double s : {0.3, 0.1, 0.01}) {
+    EXPECT_DOUBLE_EQ(kj::compute_reward(with(v1::OK, s), "").value(), 0.25) << s;
+    EXPECT_GT(kj::compute_reward(with(v1::OK, s), "").value(), kj::compute_reward(with(v1::INCORRECT), "").value());
+  }
+  EXPECT_GT(kj::compute_reward(with(v1::OK, 0.5), "").value(), 0.25);  // above the floor it still rises
+  EXPECT_DOUBLE_EQ(kj::compute_reward(with(v1::OK, 0.1), "default-v1").value(), 0.0);  // v1 as it was
+  EXPECT_EQ(kj::compute_reward(with(v1::OK), "default-v1").policy_version(), "default-v1");
 }
 
 TEST(Reward, SpeedupIsClipped) {
