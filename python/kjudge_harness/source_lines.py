@@ -37,7 +37,8 @@ def candidate_line(candidate, source, k):
         return candidate.count("\n", 0, pos) + 1 + k
     # an escaped literal ("\\n" inside, \t, ...): the string constant of that value, checked by text
     for node in _string_constants(candidate):
-        if node.value == source and node.lineno + k <= len(lines) and lines[node.lineno + k - 1].strip() == want:
+        # that line holds the text, its escapes aside (a tab written as backslash-t)
+        if node.value == source and node.lineno + k <= len(lines) and want in lines[node.lineno + k - 1]:
             return node.lineno + k
     hits = [i + 1 for i, text in enumerate(lines) if want and text.strip() == want]
     return hits[0] if len(hits) == 1 else None  # built some other way: only an unambiguous line
