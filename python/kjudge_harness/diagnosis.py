@@ -113,7 +113,7 @@ def compiler_output(text):
 
 
 def _compile(exc, candidate):
-    output = str(exc)
+    output = re.sub(r"^Error building extension '[^']*':\s*", "", str(exc))  # torch's prefix, not the compiler's
     err = first_error(output)
     if err is None:
         line = scrub(first_error_line(output) or _one_line(output))

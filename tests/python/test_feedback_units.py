@@ -138,3 +138,18 @@ def test_all_nan_output_counts_every_element():
     r = compare(e, torch.full((64,), math.nan), 1e-4, 1e-4, shape=[8, 8])
     assert r["nan_outputs"] == 64 and r["mismatches"] == 64
     assert [w["position"] for w in r["worst"]] == ["[0, 0]", "[0, 1]", "[0, 2]"]
+
+
+def test_nvcc_diagnosis_maps_cuda_cu_to_the_candidate_line(tmp_path):
+    cuda_src = "\n__global__ void k(float* o) {\n  int i = blockIdy.x;\n}\n"
+    py = tmp_path / "candidate.py"
+    py.write_text(f'CUDA = r"""{cuda_src}"""\n')
+    build = tmp_path / "ext"
+    build.mkdir()
+    generated = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" + cuda_src
+    (build / "cuda.cu").write_text(generated)
+    gen_line = generated.splitlines().index("  int i = blockIdy.x;") + 1
+    out = NVCC.replace("cuda.cu(12)", f"cuda.cu({gen_line})")
+    d = diagnose(ExtensionBuildError("Error building extension 'x': " + out, str(build), [], [cuda_src]), str(py))
+    assert d["message"] == 'C++ error at candidate.py:3: identifier "blockIdy" is undefined'
+    assert d["feedback"].startswith('candidate.py:3: error: identifier "blockIdy" is undefined')
