@@ -13,7 +13,7 @@ import torch
 import torch.utils.cpp_extension as cpp_extension
 
 from . import light_headers
-from .diagnosis import ExtensionBuildError
+from .compile_feedback import ExtensionBuildError
 
 _IGNORED = {"verbose", "build_directory", "keep_intermediates"}
 _REAL_LOAD_INLINE = cpp_extension.load_inline

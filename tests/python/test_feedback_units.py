@@ -6,7 +6,9 @@ import types
 import torch
 
 from kjudge_harness.compiler_errors import first_error, first_error_line
-from kjudge_harness.diagnosis import ExtensionBuildError, diagnose, scrub
+from kjudge_harness.compile_feedback import ExtensionBuildError
+from kjudge_harness.diagnosis import diagnose
+from kjudge_harness.judge_text import scrub
 from kjudge_harness.source_lines import candidate_line, map_line, source_at
 from kjudge_worker.compare import compare, value_class
 
