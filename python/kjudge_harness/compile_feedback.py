@@ -3,6 +3,7 @@ moved from load_inline's generated main.cpp / cuda.cu to the line of candidate.p
 same source text, and the compiler's diagnostics without ninja's command lines."""
 import os
 import re
+import types
 
 from .compiler_errors import first_error, first_error_line
 from .judge_text import CANDIDATE, clip, one_line, read, scrub
@@ -43,6 +44,25 @@ def _relabel(lines, generated_name, line, py_line):
     return out
 
 
+_GENERATED_REF = re.compile(r"\b(main\.cpp|cuda\.cu):(\d+)\b|\b(cuda\.cu)\((\d+)\)")
+
+
+def _relabel_origins(lines, exc, candidate):
+    """Lines of the lead-in that name the generated files ("main.cpp:9:4:   required from here")
+    get the candidate's line; returns them and the last such location (the nearest to the error)."""
+    origin, out = None, []
+    for x in lines:
+        m = _GENERATED_REF.search(x)
+        if m:
+            name, line = (m[1], int(m[2])) if m[1] else (m[3], int(m[4]))
+            where = _mapped_location(types.SimpleNamespace(file=name, line=line), exc, candidate)
+            if where and where[1]:
+                x = _relabel([x], name, line, where[1])[0]
+                origin = where[0]
+        out.append(x)
+    return out, origin
+
+
 # ninja's progress and the compiler command lines: the judge's flags and paths, no diagnostics
 _COMMAND = re.compile(r"^(?:\[\d+/\d+\] |FAILED: |ninja: )|\s-c\s\S+\s+-o\s")
 
@@ -64,6 +84,9 @@ def compile_feedback(exc, candidate):
     if where and where[1]:
         lines = _relabel(lines, os.path.basename(err.file), err.line, where[1])
     loc = where[0] if where else scrub(err.file) + (f":{err.line}" if err.line else "")
+    if where is None:  # an error inside a header: the candidate's line is the one "required from here"
+        lines, origin = _relabel_origins(lines, exc, candidate)
+        loc += f" (from {origin})" if origin else ""
     message = f"C++ error at {loc}: {err.text}"
     more = f"\n({err.count - 1} more error(s) after this one; fix this first)" if err.count > 1 else ""
     return {"message": scrub(message), "feedback": clip("\n".join(lines)) + more,

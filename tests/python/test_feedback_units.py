@@ -155,3 +155,21 @@ def test_nvcc_diagnosis_maps_cuda_cu_to_the_candidate_line(tmp_path):
     d = diagnose(ExtensionBuildError("Error building extension 'x': " + out, str(build), [], [cuda_src]), str(py))
     assert d["message"] == 'C++ error at candidate.py:3: identifier "blockIdy" is undefined'
     assert d["feedback"].startswith('candidate.py:3: error: identifier "blockIdy" is undefined')
+
+
+def test_error_in_a_header_names_the_candidate_line_it_was_required_from(tmp_path):
+    build = tmp_path / "ext"
+    build.mkdir()
+    (build / "main.cpp").write_text(GENERATED)
+    py = tmp_path / "candidate.py"
+    py.write_text(CANDIDATE_RAW)
+    gen_line = GENERATED.splitlines().index("  y(po);") + 1
+    py_line = CANDIDATE_RAW.splitlines().index("  y(po);") + 1
+    key = "0123456789abcdef0123456789abcdef"
+    out = (f"/usr/lib/python3/dist-packages/torch/include/ATen/core/T.h: In instantiation of 'void f(T) [with T = int]':\n"
+           f"/job/ext/{key}/main.cpp:{gen_line}:4:   required from here\n"
+           "/usr/lib/python3/dist-packages/torch/include/ATen/core/T.h:5:3: error: no match for 'operator+'\n")
+    d = diagnose(ExtensionBuildError(out, str(build), [SRC_A, SRC_B], []), str(py))
+    assert d["message"] == (f"C++ error at torch/include/ATen/core/T.h:5 (from candidate.py:{py_line}): "
+                            "no match for 'operator+'")
+    assert f"candidate.py:{py_line}:4:   required from here" in d["feedback"]
