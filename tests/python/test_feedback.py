@@ -4,6 +4,7 @@ dir; the C++ cases share one extension, so the file builds torch's headers twice
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -38,7 +39,8 @@ def judge():
         assert p.stdout.strip(), p.stderr[-3000:]
         return json.loads(p.stdout)
 
-    return run
+    yield run
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def candidate(judge, name):
