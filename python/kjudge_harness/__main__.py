@@ -15,6 +15,7 @@ def main(argv):
         return 2
     role, request_path, report_path = argv[1:]
     report = {"ok": False, "role": role, "stage": "start"}
+    request = {}
     try:
         request = protocol.read_request(request_path)
         if role == "pch":
@@ -31,6 +32,11 @@ def main(argv):
         report["ok"] = False
         report["error"] = protocol.error_text(exc)
         report["error_type"] = type(exc).__name__
+        try:  # the candidate's view of it (message, feedback): never the judge's frames or paths
+            from .diagnosis import diagnose
+            report.update(diagnose(exc, request.get("candidate_path")))
+        except Exception as inner:  # noqa: BLE001 - the report must still be written
+            report["diagnosis_error"] = repr(inner)
     phases.mark("rest")
     report["phase_seconds"] = phases.seconds
     protocol.write_report(report_path, report)

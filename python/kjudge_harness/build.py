@@ -4,7 +4,7 @@ job's build dir (or taken from the cache) and recorded in a manifest for the can
 import json
 import os
 
-from . import extensions, phases, static_policy
+from . import diagnosis, extensions, phases, static_policy
 from .module_loader import load_module
 
 
@@ -16,7 +16,7 @@ def run(request, report):
             code, message = extract_code(f.read())
         report["extraction"] = message
         if code is None:
-            raise SyntaxError(f"no candidate code: {message}")
+            raise diagnosis.NoCandidateCode(message)
         with open(request["candidate_path"], "w") as f:
             f.write(code)
     with open(request["candidate_path"]) as f:
@@ -26,6 +26,8 @@ def run(request, report):
     report["static_policy"] = policy
     phases.mark("static_policy")
     if policy.get("reject"):
+        if policy["reject"].get("rule") == "syntax_error":  # the daemon's feedback: where, with a caret
+            report.update(diagnosis.syntax_feedback(source) or {})
         report["ok"] = True  # the policy ran; the daemon turns its reject into the verdict
         return report
     report["stage"] = "build"

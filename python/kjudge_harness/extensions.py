@@ -13,6 +13,7 @@ import torch
 import torch.utils.cpp_extension as cpp_extension
 
 from . import light_headers
+from .compile_feedback import ExtensionBuildError
 
 _IGNORED = {"verbose", "build_directory", "keep_intermediates"}
 _REAL_LOAD_INLINE = cpp_extension.load_inline
@@ -28,6 +29,21 @@ def _bind(args, kwargs):
     bound = inspect.signature(_REAL_LOAD_INLINE).bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def _as_list(sources):
+    return [sources] if isinstance(sources, str) else list(sources or [])
+
+
+def _compiled(build, bound):
+    """build(); a failed compile becomes an ExtensionBuildError that keeps what maps its lines."""
+    try:
+        return build()
+    except RuntimeError as exc:
+        if not str(exc).startswith("Error building extension"):
+            raise
+        raise ExtensionBuildError(str(exc), bound["build_directory"], _as_list(bound.get("cpp_sources")),
+                                  _as_list(bound.get("cuda_sources"))) from exc
 
 
 def _so_in(directory):
@@ -71,7 +87,7 @@ class BuildHooks:
             # A precompiled torch/extension.h found first on the include path (GCC looks for
             # <header>.gch beside each candidate header); ignored silently if flags differ.
             bound["extra_include_paths"] = [self.pch_dir] + list(bound.get("extra_include_paths") or [])
-        module, mode = light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir)
+        module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir), bound)
         self.records.append({"key": key, "name": bound["name"], "so": _so_in(build_dir), "cache_hit": False,
                              "pch": pch, "cuda_headers": mode, "gencodes": gencodes(build_dir)})
         return module
@@ -111,7 +127,7 @@ class PrebuiltHooks:
             os.makedirs(build_dir, exist_ok=True)
             bound["build_directory"] = build_dir
             bound["verbose"] = False
-            module = _REAL_LOAD_INLINE(**bound)
+            module = _compiled(lambda: _REAL_LOAD_INLINE(**bound), bound)
         self.loaded.append(module)
         return module
 

@@ -3,9 +3,12 @@ tolerance rules and the same report fields. In float64, in chunks, so memory sta
   pass  |a - e| <= atol * (scale_aware ? max(1, max finite |e|) : 1) + rtol * |e|
   NaN   matches NaN only when nan_equal; a NaN where a number was expected is counted apart
   Inf   must equal exactly"""
+import math
+
 import torch
 
 CHUNK = 1 << 26  # elements per pass: 512 MB of float64 per temporary
+WORST = 3        # wrong elements named in feedback
 
 
 def _flat(t):
@@ -23,7 +26,39 @@ def _scale(expected):
     return scale
 
 
-def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True):
+def value_class(x):
+    """What kind of value an expected element is, never the value (strict mode keeps it secret)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "+Inf" if x > 0 else "-Inf"
+    return "zero" if x == 0 else "a positive number" if x > 0 else "a negative number"
+
+
+def _worst_in_chunk(wrong, finite, d, lim, e, a, base):
+    """[(score, index, got, expected class)] of at most WORST wrong elements: non-finite ones first
+    (in order), then the finite ones furthest beyond their tolerance."""
+    picked = []
+    nonfinite = torch.nonzero(wrong & ~finite)[:WORST, 0].tolist()
+    for i in nonfinite:
+        picked.append((math.inf, base + i, float(a[i]), value_class(float(e[i]))))
+    wf = wrong & finite
+    if len(picked) < WORST and wf.any():
+        score = torch.where(wf, d / lim.clamp_min(1e-300), torch.full_like(d, -1.0))
+        top = torch.topk(score, min(WORST, int(wf.sum()))).indices.tolist()
+        picked += [(float(score[i]), base + i, float(a[i]), value_class(float(e[i]))) for i in top]
+    return picked
+
+
+def _position(index, shape):
+    coords = []
+    for dim in reversed(list(shape) or [1]):
+        coords.append(index % dim)
+        index //= dim
+    return "[" + ", ".join(str(c) for c in reversed(coords)) + "]"
+
+
+def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True, shape=None):
     """expected, actual: flat tensors of one dtype and size on one device. Returns the
     TensorComparison fields as a dict."""
     n = expected.numel()
@@ -34,7 +69,8 @@ def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True):
         out["mismatches"] = n
         return out
     floor = atol * _scale(expected) if scale_aware else atol
-    bad = nan_bad = 0
+    bad = nan_bad = inf_bad = 0
+    worst = []
     max_abs = max_rel = 0.0
     first = -1
     for i in range(0, n, CHUNK):
@@ -49,6 +85,7 @@ def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True):
         ok |= any_nan & (a_nan & e_nan) if nan_equal else torch.zeros_like(ok)
         ok |= any_inf & (a == e)
         nan_bad += int((a_nan & ~ok).sum())
+        inf_bad += int((torch.isinf(a) & ~ok).sum())
         if finite.any():
             df = d[finite]
             max_abs = max(max_abs, float(df.max()))
@@ -60,9 +97,13 @@ def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True):
         count = int(wrong.sum())
         if count and first < 0:
             first = i + int(torch.nonzero(wrong)[0, 0])
+        if count and not (len(worst) == WORST and all(w[0] == math.inf for w in worst)):
+            worst = sorted(worst + _worst_in_chunk(wrong, finite, d, lim, e, a, i), key=lambda w: (-w[0], w[1]))[:WORST]
         bad += count
     out.update({"mismatches": bad, "first_mismatch_index": first, "max_abs_error": max_abs,
-                "max_rel_error": max_rel, "passed": bad == 0})
+                "max_rel_error": max_rel, "passed": bad == 0, "nan_outputs": nan_bad, "inf_outputs": inf_bad,
+                "worst": [{"position": _position(w[1], shape if shape is not None else [n]), "got": f"{w[2]:.6g}",
+                           "expected": w[3]} for w in worst]})
     if nan_bad:
         out["problem"] = f"{nan_bad} elements are NaN where a number was expected (unwritten output?)"
     return out
@@ -78,7 +119,7 @@ def described(expected, actual, desc, tol):
         return {"arg": "output", "passed": False, "first_mismatch_index": -1,
                 "problem": f"output dtype {desc.get('dtype')} differs from the reference's {exp_desc['dtype']}"}
     return compare(expected.reshape(-1), actual.reshape(-1), tol["atol"], tol["rtol"], tol.get("scale_aware", True),
-                   tol.get("nan_equal", True))
+                   tol.get("nan_equal", True), shape=list(expected.shape))
 
 
 def identical(a, b):

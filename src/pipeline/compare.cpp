@@ -79,6 +79,7 @@ v1::TensorComparison compare_tensor(v1::DType dtype, std::span<const std::byte> 
   c.set_max_abs_error(max_abs);
   c.set_max_rel_error(max_rel);
   c.set_passed(bad == 0);
+  c.set_nan_outputs(nan_bad);
   if (nan_bad) c.set_problem(fmt::format("{} elements are NaN where a number was expected (unwritten output?)", nan_bad));
   return c;
 }

@@ -1,5 +1,7 @@
 #include "pipeline/feedback.h"
 
+#include "pipeline/wrong_output_feedback.h"
+
 #include <fmt/format.h>
 
 #include <sstream>
@@ -28,7 +30,7 @@ std::string compile_log_excerpt(const std::string& log, std::size_t max_lines) {
   return out;
 }
 
-std::string make_feedback(const v1::Result& r, const std::string& runtime_detail) {
+std::string make_feedback(const v1::Result& r, const std::string& detail) {
   switch (r.status()) {
     case v1::OK: {
       const auto& p = r.performance();
@@ -46,31 +48,23 @@ std::string make_feedback(const v1::Result& r, const std::string& runtime_detail
       return out;
     }
     case v1::COMPILE_ERROR:
-      return "Compilation failed:\n" + compile_log_excerpt(r.compile().log());
-    case v1::INCORRECT: {
-      std::string out = "Wrong output.";
-      for (const auto& s : r.correctness()) {
-        for (const auto& o : s.outputs()) {
-          if (o.passed()) continue;
-          out += fmt::format(" Input set '{}', output '{}': {} of {} elements off (max abs error {:.3g}, max rel error {:.3g}",
-                             s.name(), o.arg(), o.mismatches(), o.elements(), o.max_abs_error(), o.max_rel_error());
-          if (o.first_mismatch_index() >= 0) out += fmt::format(", first bad index {}", o.first_mismatch_index());
-          out += fmt::format("; tolerance atol {:.1g} rtol {:.1g}).", o.atol(), o.rtol());
-          if (!o.problem().empty()) out += " " + o.problem() + ".";
-        }
-      }
-      return out;
-    }
+      // detail: the harness's first error at the candidate's line (kernelbench_build.cpp); the
+      // raw log's excerpt only where there is none (native jobs, a build killed by a limit)
+      if (!detail.empty()) return "Compilation failed:\n" + detail;
+      return "Compilation failed: " + r.message() + "\n" + compile_log_excerpt(r.compile().log());
+    case v1::INCORRECT: return wrong_output_feedback(r);
     case v1::TIMEOUT: return r.message() + ". Check for loops that never end or work far beyond the task's size.";
     case v1::CUDA_FAULT:
       return r.message() + ". The kernel faulted on the device: check its index arithmetic against the tensor sizes " +
              "and the launch configuration (grid x block must cover the output exactly once)." +
-             (runtime_detail.empty() ? "" : "\n" + runtime_detail);
+             (detail.empty() ? "" : "\n" + detail);
     case v1::RUNTIME_ERROR:
+      // detail: the exception and the candidate's own frames (python/kjudge_harness/diagnosis.py)
+      return detail.empty() ? r.message() + "." : "The candidate raised an error while running:\n" + detail;
     case v1::OUTPUT_LIMIT:
     case v1::MEMORY_LIMIT: {
       std::string out = r.message() + ".";
-      if (!runtime_detail.empty()) out += "\n" + runtime_detail;
+      if (!detail.empty()) out += "\n" + detail;
       return out;
     }
     case v1::CHEAT: {

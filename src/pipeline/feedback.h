@@ -10,6 +10,8 @@ namespace kj {
 // The lines of a compiler log that matter (errors first, with a little context), bounded.
 std::string compile_log_excerpt(const std::string& log, std::size_t max_lines = 12);
 
-std::string make_feedback(const kjudge::v1::Result& result, const std::string& runtime_detail);
+// detail: the stage's own repair text (a compile error at the candidate's line, an exception with
+// the candidate's frames), put after the verdict's words; empty when the stage had none.
+std::string make_feedback(const kjudge::v1::Result& result, const std::string& detail);
 
 }  // namespace kj

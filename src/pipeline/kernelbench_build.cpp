@@ -170,9 +170,18 @@ json build_request(const v1::Job& job, const KernelBenchBuildInput& in, const st
 void record_compile(const HarnessStep& build, v1::Result& r) {
   auto* compile = r.mutable_compile();
   compile->set_seconds(build.sandbox.wall_seconds);
+  // The compiler's own output when a build failed (judge paths taken out by the harness), else the
+  // harness's repair text (a syntax error, no code block), else what the sandbox printed.
+  const std::string compiler = build.report ? build.report->value("compiler_output", "") : "";
   const std::string error = build.report ? build.report->value("error", "") : "";
+  const std::string feedback = build.report ? build.report->value("feedback", "") : "";
+  // the traceback through the harness is the operator's, not the candidate's: logged here only
+  if (!error.empty()) log::info("kernelbench.build_error", {{"error", tail(error, 4000)}});
+  const std::string log = !compiler.empty() ? compiler
+                          : !feedback.empty() ? feedback
+                                              : !error.empty() ? error : tail(build.sandbox.stderr_data, 8000);
   bool truncated = false;
-  compile->set_log(truncate_log(error.empty() ? tail(build.sandbox.stderr_data, 8000) : error, truncated));
+  compile->set_log(truncate_log(log, truncated));
   compile->set_log_truncated(truncated);
 }
 
@@ -257,10 +266,16 @@ KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const 
   const auto build = run_harness(cfg, b);
   if (build.report) add_phases(r, "build", *build.report);
   record_compile(build, r);
-  if ((out.failure = apply_static_policy(build, r))) return out;
+  // feedback: the harness's repair text (the first compiler error at the candidate's line, the
+  // syntax error with a caret); without one, make_feedback falls back to the compile log.
+  const std::string feedback = build.report ? build.report->value("feedback", "") : "";
+  if ((out.failure = apply_static_policy(build, r))) {
+    out.detail = feedback.empty() ? out.failure->message : feedback;  // its stderr is no compile log
+    return out;
+  }
   if ((out.failure = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true,
                                     in.compile_ms, build.host_fault))) {
-    out.detail = r.compile().log();
+    out.detail = feedback;
     return out;
   }
   r.mutable_compile()->set_ok(true);

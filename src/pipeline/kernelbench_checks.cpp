@@ -32,6 +32,16 @@ v1::TensorComparison comparison_from_json(const nlohmann::json& j) {
   c.set_max_rel_error(j.value("max_rel_error", 0.0));
   c.set_atol(j.value("atol", 0.0));
   c.set_rtol(j.value("rtol", 0.0));
+  c.set_nan_outputs(j.value("nan_outputs", std::uint64_t{0}));
+  c.set_inf_outputs(j.value("inf_outputs", std::uint64_t{0}));
+  if (const auto it = j.find("worst"); it != j.end() && it->is_array())
+    for (const auto& w : *it) {
+      if (!w.is_object()) continue;
+      auto* m = c.add_worst();
+      m->set_position(w.value("position", ""));
+      m->set_got(w.value("got", ""));
+      m->set_expected(w.value("expected", ""));
+    }
   return c;
 }
 

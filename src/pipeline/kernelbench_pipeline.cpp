@@ -297,7 +297,11 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,
                                 cand.host_fault)) {
-    detail = cand.report ? cand.report->value("error", "") : tail(cand.sandbox.stderr_data, 2000);
+    // the harness's repair text: the exception and the candidate's own frames, not the traceback
+    // through the judge's files (that stays in the report for the operator)
+    detail = cand.report ? cand.report->value("feedback", "") : tail(cand.sandbox.stderr_data, 2000);
+    if (cand.report && cand.report->contains("error"))
+      log::info("kernelbench.candidate_error", {{"job_id", job.job_id()}, {"error", tail(cand.report->value("error", std::string()), 4000)}});
     return fail(*d);
   }
   const json& crep = *cand.report;

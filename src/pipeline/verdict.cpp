@@ -119,8 +119,14 @@ Decision decide_correctness(const google::protobuf::RepeatedPtrField<v1::Correct
     if (set.passed()) continue;
     for (const auto& o : set.outputs()) {
       if (o.passed()) continue;
+      std::string what;  // how much, in one line: "all 16384 elements NaN" reads differently from "3 of 16384"
+      if (o.elements())
+        what = fmt::format(" ({} of {} elements wrong{})", o.mismatches(), o.elements(),
+                           o.nan_outputs() ? fmt::format(", {} NaN", o.nan_outputs()) : std::string());
+      else if (!o.problem().empty())
+        what = ": " + o.problem();
       return {v1::INCORRECT,
-              fmt::format("output '{}' differs from the reference on input set '{}'", o.arg(), set.name())};
+              fmt::format("output '{}' differs from the reference on input set '{}'{}", o.arg(), set.name(), what)};
     }
     return {v1::INCORRECT, fmt::format("input set '{}' failed", set.name())};
   }
@@ -163,10 +169,13 @@ std::optional<Decision> decide_harness(const kjsandbox::Report& s, const nlohman
   if (report->value("ok", false)) return std::nullopt;
   const std::string error = report->value("error", std::string("no error text"));
   const std::string stage = report->value("stage", std::string("?"));
-  if (build) return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who), last_line(error)));
+  // The harness's one-line cause (python/kjudge_harness/diagnosis.py) when it made one: a
+  // traceback's last line can be the tail of a tensor printout, a build's is ninja's.
+  const std::string cause = report->contains("message") ? last_line(report->value("message", "")) : last_line(error);
+  if (build) return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who), cause));
   if (is_cuda_fault(error))
-    return blame(who, v1::CUDA_FAULT, fmt::format("{} hit a CUDA fault ({}): {}", party_name(who), stage, last_line(error)));
-  return blame(who, v1::RUNTIME_ERROR, fmt::format("{} failed ({}): {}", party_name(who), stage, last_line(error)));
+    return blame(who, v1::CUDA_FAULT, fmt::format("{} hit a CUDA fault ({}): {}", party_name(who), stage, cause));
+  return blame(who, v1::RUNTIME_ERROR, fmt::format("{} failed ({}): {}", party_name(who), stage, cause));
 }
 
 std::optional<Decision> decide_static_policy(const nlohmann::json& policy, v1::Result& result) {

@@ -37,4 +37,50 @@ TEST(Feedback, MismatchSummaryNamesSetOutputAndIndexButNoValues) {
   EXPECT_NE(f.find("42"), std::string::npos);
 }
 
+// An all-NaN output: counted, its worst elements named with the class of the expected value, and
+// no "max abs error 0" (the error figures cover finite elements only).
+TEST(Feedback, AllNanOutputIsCountedNeverErrorZero) {
+  v1::Result r;
+  r.set_status(v1::INCORRECT);
+  for (const char* name : {"declared", "signed"}) {
+    auto* s = r.add_correctness();
+    s->set_name(name);
+    auto* o = s->add_outputs();
+    o->set_arg("output");
+    o->set_elements(64);
+    o->set_mismatches(64);
+    o->set_nan_outputs(64);
+    auto* w = o->add_worst();
+    w->set_position("[0, 0]");
+    w->set_got("nan");
+    w->set_expected("a negative number");
+  }
+  const auto f = kj::make_feedback(r, "");
+  EXPECT_NE(f.find("Wrong output on 2 of 2 input sets"), std::string::npos) << f;
+  EXPECT_NE(f.find("64 are NaN in your output"), std::string::npos) << f;
+  EXPECT_NE(f.find("[0, 0] got nan, expected a negative number"), std::string::npos) << f;
+  EXPECT_NE(f.find("Also wrong on: 'signed' (64 of 64 wrong)"), std::string::npos) << f;
+  EXPECT_EQ(f.find("max abs error"), std::string::npos) << f;
+}
+
+TEST(Feedback, FiniteMismatchesReportTheirErrors) {
+  v1::Result r;
+  r.set_status(v1::INCORRECT);
+  auto* o = r.add_correctness()->add_outputs();
+  o->set_elements(10);
+  o->set_mismatches(2);
+  o->set_max_abs_error(0.25);
+  const auto f = kj::make_feedback(r, "");
+  EXPECT_NE(f.find("max abs error 0.25"), std::string::npos) << f;
+}
+
+// A stage's own repair text replaces the raw compile log.
+TEST(Feedback, CompileErrorUsesTheHarnessText) {
+  v1::Result r;
+  r.set_status(v1::COMPILE_ERROR);
+  r.mutable_compile()->set_log("ninja: build stopped: subcommand failed.\n");
+  const auto f = kj::make_feedback(r, "candidate.py:11:3: error: 'x' was not declared in this scope");
+  EXPECT_EQ(f, "Compilation failed:\ncandidate.py:11:3: error: 'x' was not declared in this scope");
+}
+
 }  // namespace

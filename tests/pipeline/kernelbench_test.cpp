@@ -103,6 +103,25 @@ TEST(KernelBenchVerdict, StaticPolicyRejectNamesRuleAndCheatClass) {
   EXPECT_EQ(kj::decide_static_policy({{"reject", {{"rule", "x"}, {"verdict", "OK"}}}}, r2)->verdict, v1::CHEAT);
 }
 
+// The harness's one-line cause (diagnosis.py) is the message, not the traceback's last line: that
+// can be the tail of a tensor printout, or ninja's "build stopped".
+TEST(KernelBenchVerdict, HarnessMessageIsTheCause) {
+  kjsandbox::Report exited;
+  exited.outcome = kjsandbox::Outcome::Exited;
+  exited.exit_code = 0;
+  const json build_fail = {{"ok", false}, {"stage", "build"},
+                           {"error", "Traceback ...\nmain.cpp:8:3: error: 'y' was not declared\nninja: build stopped: subcommand failed.\n"},
+                           {"message", "C++ error at candidate.py:11: 'y' was not declared"}};
+  auto d = kj::decide_harness(exited, &build_fail, kj::Party::Candidate, true, 1000, {});
+  EXPECT_EQ(d->message, "candidate does not build: C++ error at candidate.py:11: 'y' was not declared");
+  const json run_fail = {{"ok", false}, {"stage", "correctness"},
+                         {"error", "Traceback ...\nTypeError: f(): incompatible\nInvoked with: tensor([[1.0,\n   2.0]])\n"},
+                         {"message", "TypeError: f(): incompatible"}};
+  d = kj::decide_harness(exited, &run_fail, kj::Party::Candidate, false, 1000, {});
+  EXPECT_EQ(d->verdict, v1::RUNTIME_ERROR);
+  EXPECT_EQ(d->message, "candidate failed (correctness): TypeError: f(): incompatible");
+}
+
 TEST(KernelBenchVerdict, HarnessFailures) {
   kjsandbox::Report exited;
   exited.outcome = kjsandbox::Outcome::Exited;

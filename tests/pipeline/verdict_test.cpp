@@ -68,6 +68,11 @@ TEST(Verdict, CorrectnessNeedsEverySet) {
   o->set_arg("out");
   EXPECT_EQ(kj::decide_correctness(sets).verdict, v1::INCORRECT);
   EXPECT_NE(kj::decide_correctness(sets).message.find("signed"), std::string::npos);
+  o->set_elements(64);
+  o->set_mismatches(64);
+  o->set_nan_outputs(64);  // how much, in the one line: an all-NaN output says so
+  EXPECT_NE(kj::decide_correctness(sets).message.find("(64 of 64 elements wrong, 64 NaN)"), std::string::npos)
+      << kj::decide_correctness(sets).message;
 }
 
 TEST(Verdict, MemoryLimitAndSeccompKill) {

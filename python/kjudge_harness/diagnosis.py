@@ -1,0 +1,57 @@
+"""What a failed role tells the candidate's author: `message` (one line, the cause) and `feedback`
+(what a repair turn needs), never the judge's frames, paths or tensor printouts (judge_text.py).
+The full traceback stays in the report's `error` for the operator."""
+import traceback
+
+from .compile_feedback import ExtensionBuildError, compile_feedback
+from .judge_text import CANDIDATE, clip, one_line, read, scrub
+
+
+class NoCandidateCode(Exception):
+    """A completion with no code block to judge."""
+
+
+def _syntax(exc):
+    where = f"{CANDIDATE}, line {exc.lineno}" if exc.lineno else CANDIDATE
+    msg = f"SyntaxError: {exc.msg} ({where})"
+    out = [msg]
+    if exc.text:
+        code = exc.text.rstrip("\n")
+        out.append("    " + code.strip())
+        if exc.offset:
+            out.append("    " + " " * max(0, exc.offset - 1 - (len(code) - len(code.lstrip()))) + "^")
+    return {"message": msg, "feedback": "\n".join(out)}
+
+
+def syntax_feedback(source):
+    """The SyntaxError of `source` as `_syntax` words it, or None when it parses."""
+    try:
+        compile(source, CANDIDATE, "exec")
+    except SyntaxError as exc:
+        return _syntax(exc)
+    except ValueError as exc:  # NUL bytes
+        return {"message": f"ValueError: {exc}", "feedback": f"ValueError: {exc}"}
+    return None
+
+
+def _exception(exc, candidate_path):
+    text = scrub(str(exc)).strip()
+    head = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    out = [clip(head, 1500)]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if candidate_path and f.filename == candidate_path]
+    for f in frames[-3:]:
+        out.append(f"  at {CANDIDATE}:{f.lineno} in {f.name}: {(f.line or '').strip()}")
+    return {"message": one_line(head), "feedback": "\n".join(out)}
+
+
+def diagnose(exc, candidate_path):
+    """{"message", "feedback"[, "compiler_output"]} for an exception a role raised."""
+    if isinstance(exc, NoCandidateCode):
+        return {"message": f"no candidate code: {exc}",
+                "feedback": f"No candidate code: {exc}. Answer with one fenced ```python block that defines "
+                            "class ModelNew (and the kernels it calls)."}
+    if isinstance(exc, ExtensionBuildError):
+        return compile_feedback(exc, read(candidate_path) if candidate_path else None)
+    if isinstance(exc, SyntaxError) and candidate_path and exc.filename == candidate_path:
+        return _syntax(exc)
+    return _exception(exc, candidate_path)
