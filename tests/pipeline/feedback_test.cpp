@@ -72,6 +72,14 @@ TEST(Feedback, FiniteMismatchesReportTheirErrors) {
   o->set_max_abs_error(0.25);
   const auto f = kj::make_feedback(r, "");
   EXPECT_NE(f.find("max abs error 0.25"), std::string::npos) << f;
+  // with the worst elements' values listed, the max error would give an expected value away
+  auto* w = o->add_worst();
+  w->set_position("[3]");
+  w->set_got("1.25");
+  w->set_expected("a positive number");
+  const auto g = kj::make_feedback(r, "");
+  EXPECT_NE(g.find("[3] got 1.25, expected a positive number"), std::string::npos) << g;
+  EXPECT_EQ(g.find("max abs error"), std::string::npos) << g;
 }
 
 // A stage's own repair text replaces the raw compile log.
