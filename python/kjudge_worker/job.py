@@ -73,7 +73,7 @@ class Job:
             timing_cfg["audit_calls"] = []
         self.timing_cfg = timing_cfg
         declared_finite = True
-        public, max_bytes = [], 0
+        public = []
         for k, spec in enumerate(sets):
             entry = {"name": spec["name"], "index": k, "seed": int(spec["seed"]),
                      "transform": spec.get("transform"), "timing_only": bool(spec.get("timing_only"))}
@@ -84,7 +84,6 @@ class Job:
                 entry["skipped"] = "the reference itself gives NaN/Inf on this variant"
             entry["output_nbytes"] = out.numel() * out.element_size()
             entry["input_nbytes"] = nbytes(values)
-            max_bytes = max(max_bytes, entry["input_nbytes"] + entry["output_nbytes"])
             self.specs.append(entry)
             pub = {"name": entry["name"], "index": k, "output_nbytes": entry["output_nbytes"]}
             if "skipped" in entry:
@@ -95,22 +94,22 @@ class Job:
             del values, out
         total = self.heavy.total
         usable = [e["index"] for e in self.specs if "skipped" not in e]
-        self.pool = self.timing_pool([k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1], total)
+        self.pool = self.timing_pool([k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1])
         self.audits = [int(c) for c in timing_cfg.get("audit_calls", [])]
         out_max = max((e["output_nbytes"] for e in self.specs), default=0)
         if total and len(self.audits) > 1 and 3 * out_max > AUDIT_MEMORY_SHARE * total:
             self.audits = self.audits[:1]  # the candidate keeps each audited output until its loop ends
         timing_cfg["audit_calls"] = self.audits
         return {"sets": public, "pool": self.pool, "audits": self.audits, "init_inputs": self.problem.init_inputs,
-                "set_bytes_max": max_bytes, "candidate_device_bytes": self.candidate_bytes()}
+                "candidate_device_bytes": self.candidate_bytes()}
 
-    def timing_pool(self, wanted, total):
+    def timing_pool(self, wanted):
         """The sets the timed loop rotates through: as many as the pool's share of device memory
         holds (the candidate gets a copy of each at once), never fewer than one."""
         pool, used = [], 0
         for k in wanted:
             used += self.specs[k]["input_nbytes"]
-            if pool and total and used > POOL_MEMORY_SHARE * total:
+            if pool and self.heavy.total and used > POOL_MEMORY_SHARE * self.heavy.total:
                 break
             pool.append(k)
         return pool

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <random>
+#include <algorithm>
 #include <set>
 #include <variant>
 
@@ -511,7 +512,6 @@ int Daemon::place_job() {
 // The job's result is stored; its slot stays busy while the canary checks the GPU it faulted,
 // hung or was killed on. The canary holds the GPU lock, so it never runs beside another job's timing.
 void Daemon::check_gpu(const HeldPtr& h) {
-  if (h->gpu_outcome == GpuJobOutcome::Clean) return;
   if (h->gpu_outcome == GpuJobOutcome::Clean || h->gpu < 0) return;
   try {
     GpuLock lock(gpu_lock_file(config_for_gpu(h->gpu)));
@@ -524,13 +524,11 @@ void Daemon::check_gpu(const HeldPtr& h) {
 
 // Every GPU of the node quarantined: it can judge nothing (one of several quarantined is not that).
 bool Daemon::gpu_quarantined() const {
-  for (int gpu : placement_.gpus()) {
-    bool quarantined = false;
-    for (const auto& g : gpu_health_.snapshot())
-      if (g.gpu == gpu && g.state == GpuState::Quarantined) quarantined = true;
-    if (!quarantined) return false;
-  }
-  return true;
+  std::set<int> quarantined;
+  for (const auto& g : gpu_health_.snapshot())
+    if (g.state == GpuState::Quarantined) quarantined.insert(g.gpu);
+  const auto& gpus = placement_.gpus();
+  return std::all_of(gpus.begin(), gpus.end(), [&](int gpu) { return quarantined.count(gpu) > 0; });
 }
 
 Config Daemon::config_for_gpu(int gpu) const {

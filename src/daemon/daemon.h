@@ -70,7 +70,7 @@ class Daemon {
   int place_job();                              // the job's GPU (least busy usable one); -1 when stopping
   Config config_for_gpu(int gpu) const;          // the node's config with sandbox.gpu_index = gpu
   nlohmann::json gpu_jobs_json() const;          // jobs per GPU, for the heartbeat
-  bool gpu_quarantined() const;  // canary after a GPU fault/timeout/kill (slot thread, result stored)
+  bool gpu_quarantined() const;                  // every GPU of the node is quarantined
   // event loop
   void heartbeat();
   void publish_limits();  // kj:{pN}:config max_job_bytes, read by kj_submit
