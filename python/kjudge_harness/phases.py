@@ -12,3 +12,10 @@ def mark(name):
     now = time.perf_counter()
     seconds[name] = round(seconds.get(name, 0.0) + now - _last, 4)
     _last = now
+
+
+def restart():
+    """A role resumed from the zygote (zygote.py): its clock starts now, not at the zygote's import."""
+    global _last
+    _last = time.perf_counter()
+    seconds.clear()

@@ -82,6 +82,11 @@ struct ChildPlan {
   int fd_stdout_write = -1;
   int fd_stderr_write = -1;
 
+  // A resume zygote's command (resume_zygote.cpp): init forks it with glibc's _Fork (so the
+  // thread's cached tid is right for the program that goes on) and it calls this instead of
+  // command_main. nullptr: exec argv as usual.
+  void (*resume)(const ChildPlan&) = nullptr;  // never returns
+
   // Owns every string the pointers above refer to (deque: growth never moves elements).
   std::deque<std::string> strings;
   const char* keep(std::string s) { return strings.emplace_back(std::move(s)).c_str(); }
@@ -103,6 +108,9 @@ bool build_root(const ChildPlan& plan);
 
 // Child side: the command process, forked by init; applies the last limits and execs.
 [[noreturn]] void command_main(const ChildPlan& plan);
+// Everything command_main does before the exec: rlimits, ids, cwd, stdio on fds 0-2, the status
+// channel as fd 3 (close-on-exec), no other fd. Sends a SetupError and exits on failure.
+void prepare_command(const ChildPlan& plan);
 
 // Parent side: rlimit ops from the policy. Child side: apply them (false + index on failure).
 std::vector<RlimitOp> plan_rlimits(const Rlimits& limits);

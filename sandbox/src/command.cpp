@@ -1,5 +1,6 @@
 // Child side: the command process, forked by the sandbox's init after the root view is built.
-// Applies the last limits, wires stdio, keeps only fds 0-2 and execs with exactly policy.env.
+// Applies the last limits, wires stdio, keeps only fds 0-2 and execs with exactly policy.env
+// (or, in a resume zygote, goes back to the program the zygote runs: resume_zygote.cpp).
 #include <cerrno>
 
 #include "child_plan.h"
@@ -8,7 +9,7 @@
 
 namespace kjsandbox {
 
-[[noreturn]] void command_main(const ChildPlan& plan) {
+void prepare_command(const ChildPlan& plan) {
   int status_fd = plan.fd_status_write;
   auto fail = [&](Step step, int index = -1) {
     send_setup_error(status_fd, step, index, errno);
@@ -37,9 +38,12 @@ namespace kjsandbox {
     status_fd = 3;
   }
   sys::close_range(4, ~0u);
+}
 
+[[noreturn]] void command_main(const ChildPlan& plan) {
+  prepare_command(plan);
   sys::execve(plan.argv[0], plan.argv.data(), plan.envp.data());
-  fail(Step::Exec);
+  send_setup_error(3, Step::Exec, -1, errno);
   sys::exit(127);
 }
 

@@ -10,6 +10,7 @@
 // command exits it reports the command's wait status and exits itself; the kernel then kills
 // whatever is left in the pid namespace. Setup failures go out as (step, errno).
 #include <linux/seccomp.h>
+#include <unistd.h>
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -126,12 +127,15 @@ void hide_caller(const ChildPlan& plan) {
   int listener = harden(plan);
   if (listener == -1) sys::exit(1);
 
-  pid_t command = sys::fork();
+  pid_t command = plan.resume ? ::_Fork() : sys::fork();
   if (command < 0) {
     send_setup_error(status_fd, Step::ForkCommand, -1, errno);
     sys::exit(1);
   }
-  if (command == 0) command_main(plan);
+  if (command == 0) {
+    if (plan.resume) plan.resume(plan);
+    command_main(plan);
+  }
 
   // Only the command holds the stdio ends now.
   sys::close(plan.fd_stdin);

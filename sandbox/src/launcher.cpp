@@ -235,6 +235,7 @@ int trim_pools() { return JobCgroup::trim_pool() + netns_trim(); }
 LaunchStats launch_stats() {
   LaunchStats s;
   s.via_zygote = g_via_zygote.load();
+  s.resumed = resumed_launches();
   s.in_process = g_in_process.load();
   s.zygote_ready = zygote_ready(&s.zygote_pid);
   return s;

@@ -16,6 +16,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -37,6 +39,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kFdVar = "KJSANDBOX_ZYGOTE_FD";
 constexpr const char* kParentVar = "KJSANDBOX_ZYGOTE_PARENT";
+constexpr const char* kResumeVar = "KJSANDBOX_RESUME_ZYGOTE";  // set for a resume zygote's program
 constexpr int kZygoteFd = 3;
 constexpr std::size_t kMaxMessage = 1 << 20;
 constexpr int kMaxFds = 8;
@@ -264,7 +267,7 @@ ssize_t recv_message(int sock, char* buf, std::size_t size, std::vector<int>& fd
 
 // ---------------------------------------------------------------------------- server
 
-enum Flags : std::uint8_t { kNewNetns = 1, kHasNetnsFd = 2, kHasCgroupFd = 4 };
+enum Flags : std::uint8_t { kNewNetns = 1, kHasNetnsFd = 2, kHasCgroupFd = 4, kResume = 8 };
 
 std::string encode_reply(const ZygoteReply& r) {
   Writer w;
@@ -277,7 +280,7 @@ std::string encode_reply(const ZygoteReply& r) {
   return w.data();
 }
 
-ZygoteReply serve_one(Reader& in, const std::vector<int>& fds, int own_netns) {
+ZygoteReply serve_one(Reader& in, const std::vector<int>& fds, int own_netns, ResumeFn resume) {
   ZygoteReply reply;
   reply.kind = ZygoteReply::PlanError;
   const std::uint8_t flags = in.u8();
@@ -289,6 +292,13 @@ ZygoteReply serve_one(Reader& in, const std::vector<int>& fds, int own_netns) {
   }
   ChildPlan plan;
   if (!build_child_plan(policy, plan, &reply.error)) return reply;
+  if (flags & kResume) {
+    if (!resume) {
+      reply.error = "zygote: this zygote cannot resume a command";
+      return reply;
+    }
+    plan.resume = resume;
+  }
   plan.fd_sync_read = fds[0];
   plan.fd_status_write = fds[1];
   plan.fd_stdin = fds[2];
@@ -323,7 +333,9 @@ ZygoteReply serve_one(Reader& in, const std::vector<int>& fds, int own_netns) {
   return reply;
 }
 
-[[noreturn]] void zygote_main(int sock, pid_t parent) {
+}  // namespace
+
+[[noreturn]] void zygote_serve(int sock, pid_t parent, ResumeFn resume) {
   // Dies with the thread that started it (a thread of the caller that lives as long as the
   // caller's process), and with the caller (EOF on the socket).
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -345,7 +357,7 @@ ZygoteReply serve_one(Reader& in, const std::vector<int>& fds, int own_netns) {
       reply.kind = ZygoteReply::PlanError;
       reply.error = "zygote: malformed request";
     } else {
-      reply = serve_one(in, fds, own_netns);
+      reply = serve_one(in, fds, own_netns, resume);
     }
     for (int fd : fds) ::close(fd);
     const int pidfd = reply.pidfd;
@@ -354,17 +366,27 @@ ZygoteReply serve_one(Reader& in, const std::vector<int>& fds, int own_netns) {
   }
 }
 
+namespace {
 // Runs before main (and before the program's own static constructors) in the re-executed
 // program; returns at once in every other process.
 __attribute__((constructor(101))) void zygote_entry() { zygote_serve_from_environment(); }
-
 }  // namespace
 
-void zygote_serve_from_environment() {
+bool zygote_endpoint_from_environment(int* sock, pid_t* parent) {
   const char* fd = std::getenv(kFdVar);
-  if (!fd) return;
-  const char* parent = std::getenv(kParentVar);
-  zygote_main(std::atoi(fd), parent ? static_cast<pid_t>(std::atol(parent)) : 0);
+  if (!fd) return false;
+  const char* p = std::getenv(kParentVar);
+  *sock = std::atoi(fd);
+  *parent = p ? static_cast<pid_t>(std::atol(p)) : 0;
+  return true;
+}
+
+void zygote_serve_from_environment() {
+  int sock;
+  pid_t parent;
+  // A resume zygote's program serves through resume_zygote.cpp, never from the constructor.
+  if (std::getenv(kResumeVar) || !zygote_endpoint_from_environment(&sock, &parent)) return;
+  zygote_serve(sock, parent, nullptr);
 }
 
 #ifndef KJSBX_ZYGOTE_SERVER_ONLY
@@ -385,6 +407,11 @@ struct Client {
   Clock::duration retry_after = kRetryAfterFailure;
   pid_t owner = 0;  // the process the zygote serves
   std::mutex request_mu;  // one request and its reply at a time; taken before mu
+  // A resume zygote (register_resume_zygote): its program and environment; empty argv = the
+  // default zygote (the embedded image, else this program).
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::chrono::milliseconds hello_timeout{10'000};
 };
 
 Client& client() {
@@ -392,7 +419,21 @@ Client& client() {
   return *c;
 }
 
+// Resume zygotes by name; entries are never removed (their keepers hold them).
+std::mutex g_resume_mu;
+std::map<std::string, Client*>& resume_clients() {
+  static auto* m = new std::map<std::string, Client*>;
+  return *m;
+}
+
+Client* resume_client(const std::string& name) {
+  std::lock_guard lock(g_resume_mu);
+  const auto it = resume_clients().find(name);
+  return it == resume_clients().end() ? nullptr : it->second;
+}
+
 std::atomic<bool> g_enabled{std::getenv("KJSANDBOX_NO_ZYGOTE") == nullptr};
+std::atomic<std::uint64_t> g_resumed{0};  // launches a resume zygote served
 
 // The embedded static zygote in a sealed memfd (once per process), or -1.
 int image_fd() {
@@ -421,7 +462,7 @@ int image_fd() {
   return fd;
 }
 
-pid_t spawn_zygote(int child_end, const char* path) {
+pid_t spawn_zygote(int child_end, const char* path, const Client& c) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   ::posix_spawn_file_actions_init(&fa);
@@ -440,26 +481,36 @@ pid_t spawn_zygote(int child_end, const char* path) {
   ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   // A clean environment: only what the zygote needs and what the dynamic loader and sanitizer
   // runtimes of this very program need to start it.
+  // A resume zygote gets exactly its registered environment (it is another program).
   std::vector<std::string> env = {std::string(kFdVar) + "=" + std::to_string(kZygoteFd),
                                   std::string(kParentVar) + "=" + std::to_string(::getpid())};
-  for (const char* keep : {"LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
-                           "MSAN_OPTIONS"})
-    if (const char* v = std::getenv(keep)) env.push_back(std::string(keep) + "=" + v);
+  if (c.argv.empty()) {
+    for (const char* keep : {"LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
+                             "MSAN_OPTIONS"})
+      if (const char* v = std::getenv(keep)) env.push_back(std::string(keep) + "=" + v);
+  } else {
+    env.push_back(std::string(kResumeVar) + "=1");
+    for (const auto& [k, v] : c.env) env.push_back(k + "=" + v);
+  }
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   char name[] = "kjsandbox-zygote";  // room for init to write "kjsandbox-init" over it
-  char* argv[] = {name, nullptr};
+  std::vector<std::string> args = c.argv;
+  std::vector<char*> argv;
+  if (args.empty()) argv.push_back(name);
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, path, &fa, &attr, argv, envp.data());
+  const int rc = ::posix_spawn(&pid, path, &fa, &attr, argv.data(), envp.data());
   ::posix_spawn_file_actions_destroy(&fa);
   ::posix_spawnattr_destroy(&attr);
   return rc == 0 ? pid : -1;
 }
 
-bool wait_hello(int sock) {
+bool wait_hello(int sock, std::chrono::milliseconds timeout) {
   pollfd p{sock, POLLIN, 0};
-  if (::poll(&p, 1, 10'000) != 1) return false;
+  if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return false;
   char c = 0;
   return ::recv(sock, &c, 1, 0) == 1 && c == 'Z';
 }
@@ -467,8 +518,7 @@ bool wait_hello(int sock) {
 // Starts the zygote when asked (state Starting), then waits for it to exit and reaps it. The
 // zygote's parent is this thread, which never exits: the sandboxes it clones (CLONE_PARENT) are
 // children of this thread too, and their PDEATHSIG fires only when the process goes.
-[[noreturn]] void keeper() {
-  Client& c = client();
+[[noreturn]] void keeper(Client& c) {
   for (;;) {
     {
       std::unique_lock lock(c.mu);
@@ -478,17 +528,22 @@ bool wait_hello(int sock) {
     int sp[2] = {-1, -1};
     pid_t pid = -1;
     bool ok = false;
-    const int image = image_fd();
-    const std::string image_path = image >= 0 ? "/proc/self/fd/" + std::to_string(image) : "";
-    for (const std::string& path : {image_path, std::string("/proc/self/exe")}) {
+    std::vector<std::string> paths;
+    if (!c.argv.empty()) {
+      paths = {c.argv[0]};
+    } else {
+      const int image = image_fd();
+      paths = {image >= 0 ? "/proc/self/fd/" + std::to_string(image) : "", "/proc/self/exe"};
+    }
+    for (const std::string& path : paths) {
       if (path.empty()) continue;
       if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) break;
       const int size = 4 << 20;
       ::setsockopt(sp[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
       ::setsockopt(sp[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-      pid = spawn_zygote(sp[1], path.c_str());
+      pid = spawn_zygote(sp[1], path.c_str(), c);
       ::close(sp[1]);
-      ok = pid > 0 && wait_hello(sp[0]);
+      ok = pid > 0 && wait_hello(sp[0], c.hello_timeout);
       if (ok) break;
       ::close(sp[0]);
       if (pid > 0) {
@@ -552,36 +607,73 @@ bool zygote_ready(int* pid) {
   return c.state == State::Ready;
 }
 
-ZygoteReply zygote_launch(const ZygoteRequest& rq) {
-  ZygoteReply unavailable;
-  if (!g_enabled) return unavailable;
-  Client& c = client();
-  {
-    std::lock_guard lock(c.mu);
-    // A forked copy of the process that started the zygote has neither its keeper thread nor
-    // a socket of its own (and could not wait for what the zygote clones): in-process there.
-    if (c.owner == 0) c.owner = ::getpid();
-    if (c.owner != ::getpid()) return unavailable;
-    if (c.state == State::Idle || (c.state == State::Broken && Clock::now() - c.broken_at > c.retry_after)) {
-      c.state = State::Starting;
-      if (!c.keeper_started) {
-        try {
-          std::thread(keeper).detach();
-          c.keeper_started = true;
-        } catch (const std::system_error&) {
-          c.state = State::Broken;
-          c.broken_at = Clock::now();
-          c.retry_after = kRetryAfterFailure;
-        }
+namespace {
+
+// Starts the zygote if it is not running (and a retry is due); true when it is ready now.
+bool ensure_ready(Client& c) {
+  std::lock_guard lock(c.mu);
+  // A forked copy of the process that started the zygote has neither its keeper thread nor
+  // a socket of its own (and could not wait for what the zygote clones): in-process there.
+  if (c.owner == 0) c.owner = ::getpid();
+  if (c.owner != ::getpid()) return false;
+  if (c.state == State::Idle || (c.state == State::Broken && Clock::now() - c.broken_at > c.retry_after)) {
+    c.state = State::Starting;
+    if (!c.keeper_started) {
+      try {
+        std::thread(keeper, std::ref(c)).detach();
+        c.keeper_started = true;
+      } catch (const std::system_error&) {
+        c.state = State::Broken;
+        c.broken_at = Clock::now();
+        c.retry_after = kRetryAfterFailure;
       }
-      c.cv.notify_all();
     }
-    if (c.state != State::Ready) return unavailable;  // in-process until it is up
+    c.cv.notify_all();
   }
+  return c.state == State::Ready;  // in-process until it is up
+}
+
+ZygoteReply send_request(Client& c, const ZygoteRequest& rq, bool resume);
+
+}  // namespace
+
+void register_resume_zygote(const std::string& name, std::vector<std::string> argv,
+                            std::map<std::string, std::string> env, std::chrono::milliseconds start_timeout) {
+  if (argv.empty()) return;
+  std::lock_guard lock(g_resume_mu);
+  Client*& c = resume_clients()[name];
+  if (c) return;  // registered once per process: its keeper owns it from the first launch on
+  c = new Client;
+  c->argv = std::move(argv);
+  c->env = std::move(env);
+  c->hello_timeout = start_timeout;
+  if (g_enabled) ensure_ready(*c);  // its start-up (an interpreter's imports) begins now
+}
+
+ZygoteReply zygote_launch(const ZygoteRequest& rq) {
+  if (!g_enabled) return {};
+  if (!rq.policy->resume_in.empty()) {
+    // Its own zygote when that is up; until then (or without one) the default one execs argv.
+    Client* r = resume_client(rq.policy->resume_in);
+    if (r && ensure_ready(*r)) {
+      ZygoteReply reply = send_request(*r, rq, true);
+      if (reply.kind == ZygoteReply::Launched) ++g_resumed;
+      if (reply.kind != ZygoteReply::Unavailable) return reply;
+    }
+  }
+  Client& c = client();
+  if (!ensure_ready(c)) return {};
+  return send_request(c, rq, false);
+}
+
+namespace {
+
+ZygoteReply send_request(Client& c, const ZygoteRequest& rq, bool resume) {
+  ZygoteReply unavailable;
 
   Writer w;
   w.u32(kRequestMagic);
-  std::uint8_t flags = 0;
+  std::uint8_t flags = resume ? kResume : 0;
   if (rq.new_netns) flags |= kNewNetns;
   std::vector<int> fds = {rq.fd_sync_read, rq.fd_status_write, rq.fd_stdin, rq.fd_stdout_write, rq.fd_stderr_write};
   if (rq.netns_fd >= 0) {
@@ -643,6 +735,10 @@ ZygoteReply zygote_launch(const ZygoteRequest& rq) {
   if (launched) reply.pidfd = got[0];
   return reply;
 }
+
+}  // namespace
+
+std::uint64_t resumed_launches() { return g_resumed.load(); }
 
 #endif  // KJSBX_ZYGOTE_SERVER_ONLY
 

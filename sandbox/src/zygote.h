@@ -21,12 +21,15 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
 #include "kjsandbox/policy.h"
 
 namespace kjsandbox {
+
+struct ChildPlan;
 
 struct ZygoteRequest {
   const Policy* policy = nullptr;
@@ -54,8 +57,21 @@ ZygoteReply zygote_launch(const ZygoteRequest& request);
 bool zygote_ready(int* pid = nullptr);
 
 // In a process started as the zygote: serves until the caller goes, never returns. Elsewhere
-// returns at once. (A constructor calls it before main; the static zygote's main calls it too.)
+// (and in a resume zygote's program) returns at once. (A constructor calls it before main; the
+// static zygote's main calls it too.)
 void zygote_serve_from_environment();
+
+// The zygote's end of the socket and the process it serves, from the environment the client
+// started it with; false when this process was not started as a zygote.
+bool zygote_endpoint_from_environment(int* sock, pid_t* parent);
+
+// The server loop. `resume`: what a resumed command runs instead of exec (a resume zygote,
+// resume_zygote.cpp); nullptr refuses resume requests.
+using ResumeFn = void (*)(const ChildPlan&);
+[[noreturn]] void zygote_serve(int sock, pid_t parent, ResumeFn resume);
+
+// Launches a resume zygote served (LaunchStats::resumed).
+std::uint64_t resumed_launches();
 
 // The embedded static zygote executable, or {nullptr, 0} (zygote_image.cpp).
 std::pair<const char*, std::size_t> zygote_image();

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/runtime_dir.h"
 #include "kjqueue/queue.h"
+#include "pipeline/harness_step.h"
 #include "pipeline/judge.h"
 #include "pipeline/validate.h"
 #include "pipeline/workspace.h"
@@ -35,13 +36,15 @@ std::string default_redis_url() {
 // kjudge eval without a config judges in a fresh state dir of its own but shares the dev daemon's
 // cache (builds, precompiled headers, baselines): <state>/cache is a link to it, so a second eval
 // of the same candidate replays its build instead of compiling for a minute.
-void share_dev_cache(const std::filesystem::path& state_dir) {
+void share_dev_cache(kj::Config& cfg) {
   const auto cache = kj::dev_state_dir() / "cache";
   std::filesystem::create_directories(cache);
   for (auto p : {cache.parent_path().parent_path(), cache.parent_path(), cache})  // sandboxes traverse it
     std::filesystem::permissions(p, std::filesystem::perms::group_exec | std::filesystem::perms::others_exec,
                                  std::filesystem::perm_options::add);
-  std::filesystem::create_directory_symlink(cache, state_dir / "cache");
+  std::filesystem::create_directory_symlink(cache, cfg.state_dir / "cache");
+  // KernelBench builds bind cache folders into sandboxes, where a host symlink does not resolve
+  if (cfg.kernelbench.cache_dir.empty()) cfg.kernelbench.cache_dir = std::filesystem::canonical(cache);
 }
 
 void add_job_options(CLI::App* cmd, JobSpec& s) {
@@ -280,7 +283,9 @@ int main(int argc, char** argv) {
       if (!config_file) cfg.state_dir = std::filesystem::temp_directory_path() / ("kjudge-eval-" + std::to_string(::getpid()));
       const v1::Job job = kj::cli::build_job(eval_spec);
       kj::prepare_state_dir(cfg.state_dir);
-      if (!config_file) share_dev_cache(cfg.state_dir);
+      // torch imports in the background while the job builds: its candidate starts without one
+      if (job.task_case() == v1::Job::kKernelbench) kj::start_harness_zygote(cfg);
+      if (!config_file) share_dev_cache(cfg);
       const v1::Result r = kj::judge(job, kj::JudgeContext{cfg, cfg.node + "/local"});
       std::error_code ec;
       if (!config_file) std::filesystem::remove_all(cfg.state_dir, ec);

@@ -238,6 +238,10 @@ void apply(const toml::table& root, Config& c) {
     if (!s.empty()) c.kernelbench.cache_dir = s;
     take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
     take(*k, "precompiled_header", c.kernelbench.precompiled_header);
+    take(*k, "zygote", c.kernelbench.zygote);
+    s.clear();
+    take(*k, "resume_lib", s);
+    if (!s.empty()) c.kernelbench.resume_lib = s;
     take_u32(*k, "compile_wall_ms", c.kernelbench.compile_wall_ms);
     take_u32(*k, "run_wall_ms", c.kernelbench.run_wall_ms);
     take_u32(*k, "reference_wall_ms", c.kernelbench.reference_wall_ms);
@@ -305,6 +309,7 @@ Config load_config(const std::optional<std::filesystem::path>& file) {
               {{"warning", "seccomp is in log mode: forbidden system calls are allowed and only recorded. "
                            "For debugging only; never on a node that judges untrusted code."}});
   if (c.runner_path.empty()) c.runner_path = self_dir() / "kjudge-runner";
+  if (c.kernelbench.resume_lib.empty()) c.kernelbench.resume_lib = self_dir().parent_path() / "lib" / "libkjsandbox_resume.so";
   if (c.kernelbench.harness_dir.empty()) {
     // Installed: <prefix>/share/kjudge/python next to <prefix>/bin; a build tree: the sources.
     const auto installed = self_dir().parent_path() / "share" / "kjudge" / "python";

@@ -99,6 +99,10 @@ struct KernelBenchConfig {
   std::filesystem::path cache_dir;    // torch extension builds + precompiled headers; empty = <state>/cache
   std::string cuda_arch_list;         // TORCH_CUDA_ARCH_LIST for builds; empty = ask nvidia-smi once
   bool precompiled_header = true;     // build torch/extension.h once per node and torch version
+  // Harness roles resumed from a zygote that imported torch once (python/kjudge_harness/zygote.py)
+  // instead of a fresh interpreter per role; off (or without the library): exec'd as before.
+  bool zygote = true;
+  std::filesystem::path resume_lib;   // libkjsandbox_resume.so; default: <bin>/../lib/
   std::uint32_t compile_wall_ms = 240'000;  // a load_inline build compiles torch headers: slow
   std::uint32_t run_wall_ms = 120'000;
   // The trusted worker (python/kjudge_worker): the reference's own budget per job (never the

@@ -18,6 +18,7 @@
 #include "daemon/job_clock.h"
 #include "kjsandbox/policy.h"
 #include "pipeline/gpu_lock.h"
+#include "pipeline/harness_step.h"
 #include "pipeline/judge.h"
 #include "worker/worker_pool.h"
 #include "pipeline/sandbox_profiles.h"
@@ -114,6 +115,7 @@ Daemon::~Daemon() {
 
 int Daemon::run() {
   prepare_state_dir(cfg_.state_dir);
+  start_harness_zygote(cfg_);  // imports torch once, in the background, for every harness role
   {
     // job cgroups left by a crashed instance; on v2 this also sets up delegation to job cgroups
     std::string cg_log;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/log.h"
 #include "kjsandbox/sandbox.h"
 #include "pipeline/host_fault.h"
 #include "pipeline/sandbox_watch.h"
@@ -38,6 +39,37 @@ kjsandbox::Policy harness_policy(const Config& cfg, const HarnessRun& run, std::
   return p;
 }
 
+namespace {
+
+constexpr const char* kHarnessZygote = "kjudge-harness";
+
+// The harness zygote (python/kjudge_harness/zygote.py), registered once per process: the node's
+// interpreter with torch and every role imported, CUDA not initialised; each role it serves is a
+// fresh process in its own sandbox. Its environment is a role's, with the harness at its host path.
+}  // namespace
+
+bool start_harness_zygote(const Config& cfg) {
+  static const bool registered = [&] {
+    std::error_code ec;
+    if (!cfg.kernelbench.zygote || !fs::exists(cfg.kernelbench.resume_lib, ec)) {
+      if (cfg.kernelbench.zygote)
+        log::warn("kernelbench.zygote_unavailable", {{"missing", cfg.kernelbench.resume_lib.string()}});
+      return false;
+    }
+    HarnessRun probe;
+    probe.job_dir = "/nonexistent";
+    auto env = harness_policy(cfg, probe, {"/bin/true"}).env;
+    env["PYTHONPATH"] = cfg.kernelbench.harness_dir.string();
+    env["KJUDGE_RESUME_LIB"] = cfg.kernelbench.resume_lib.string();
+    env["KJUDGE_HARNESS_HOST_DIR"] = cfg.kernelbench.harness_dir.string();
+    kjsandbox::register_resume_zygote(kHarnessZygote,
+                                      {cfg.kernelbench.python.string(), "-s", "-m", "kjudge_harness.zygote"},
+                                      std::move(env));
+    return true;
+  }();
+  return registered;
+}
+
 HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
   const fs::path req = run.job_dir / (run.role + "_request.json");
   const fs::path rep = run.job_dir / (run.role + "_report.json");
@@ -51,6 +83,7 @@ HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
   kjsandbox::Policy p = harness_policy(cfg, run, {cfg.kernelbench.python.string(), "-s", "-m", "kjudge_harness",
                                                    run.role, "/job/" + req.filename().string(),
                                                    "/job/" + rep.filename().string()});
+  if (start_harness_zygote(cfg)) p.resume_in = kHarnessZygote;
   HarnessStep step{run_sandboxed(p), std::nullopt, std::nullopt};
   if (step.sandbox.outcome == kjsandbox::Outcome::Exited && fs::exists(rep)) {
     auto parsed = nlohmann::json::parse(read_file(rep), nullptr, /*allow_exceptions=*/false);

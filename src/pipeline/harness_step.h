@@ -40,6 +40,10 @@ struct HarnessRun {
 
 HarnessStep run_harness(const Config& cfg, const HarnessRun& run);
 
+// Starts the harness zygote (python/kjudge_harness/zygote.py) unless [kernelbench] zygote is off
+// or its library is missing; run_harness resumes roles from it once it is up. Idempotent.
+bool start_harness_zygote(const Config& cfg);
+
 // The sandbox policy of a harness process (run.request and run.role unused): the slot's policy,
 // the harness bound at kHarnessInSandbox, the interpreter's environment. Also the trusted worker's.
 kjsandbox::Policy harness_policy(const Config& cfg, const HarnessRun& run, std::vector<std::string> argv);

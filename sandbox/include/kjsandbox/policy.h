@@ -97,6 +97,8 @@ struct Policy {
   bool mask_proc = true;
   std::vector<std::string> proc_unmask;     // masked entries to leave visible (GPU profiles: /proc/driver)
   std::vector<std::string> proc_hide;       // more /proc paths to mask (GPU profiles: other GPUs)
+  // The registered resume zygote (sandbox.h) that runs argv in-process; empty = exec argv.
+  std::string resume_in;
 };
 
 // Read-only binds of the host system a sandbox needs to run g++, python3 and OpenCL (PoCL):

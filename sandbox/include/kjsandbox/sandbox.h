@@ -1,7 +1,11 @@
 // Entry point of libkjsandbox: a Policy in, a Report out.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "kjsandbox/policy.h"
 #include "kjsandbox/report.h"
@@ -32,8 +36,20 @@ int trim_pools();
 // variable KJSANDBOX_NO_ZYGOTE=1 or set_zygote_enabled(false) keeps them all in-process (e.g.
 // a one-shot CLI). The program must not make KJSANDBOX_ZYGOTE_FD part of its own environment.
 void set_zygote_enabled(bool enabled);
+// A resume zygote: a long-lived program that has already done the expensive part of starting
+// (e.g. a Python interpreter that imported its libraries) and speaks the zygote protocol through
+// libkjsandbox_resume.so (sandbox/src/resume_zygote.cpp). A run whose Policy::resume_in names it
+// is cloned by it like any sandbox (same namespaces, root, ids, limits, seccomp, cgroup), but
+// its command goes back into that program with policy.argv and policy.env instead of exec'ing.
+// It starts now, in the background (`start_timeout` to say hello); until it is up, or if it
+// dies (it is restarted), those runs exec argv as usual. `env` is its complete environment.
+void register_resume_zygote(const std::string& name, std::vector<std::string> argv,
+                            std::map<std::string, std::string> env,
+                            std::chrono::milliseconds start_timeout = std::chrono::seconds(120));
+
 struct LaunchStats {
-  std::uint64_t via_zygote = 0;  // runs cloned by the zygote
+  std::uint64_t via_zygote = 0;  // runs cloned by the zygote (a resume zygote's included)
+  std::uint64_t resumed = 0;     // runs a resume zygote resumed in-process
   std::uint64_t in_process = 0;  // runs cloned by the calling thread
   bool zygote_ready = false;
   int zygote_pid = 0;  // 0: none running

@@ -1,0 +1,79 @@
+"""The harness zygote: python3 -s -m kjudge_harness.zygote, started by kjudged (one per node) as
+a resume zygote of libkjsandbox (sandbox/include/kjsandbox/sandbox.h).
+
+It imports torch and every harness role once, never initialises CUDA, then serves launches.
+Each launch is a fresh process that libkjsandbox clones into its own sandbox exactly as it would
+for an exec'd interpreter (namespaces, root view, ids, rlimits, no_new_privs, seccomp, the job's
+cgroup); instead of exec'ing `python3 -s -m kjudge_harness <role> <request> <report>`, that
+process comes back here and runs the role with the job's argv and environment. What each
+candidate saves is the interpreter start and the torch import (~4.6 s on the GPU node).
+
+This process holds nothing of any job or tenant: every sandbox starts as a copy of it."""
+import ctypes
+import os
+import signal
+import sys
+import traceback
+
+from . import phases
+
+IN_SANDBOX = "/opt/kjudge/python"  # where kjudged binds the harness (harness_step.h)
+ROLE_PREFIX = ["-s", "-m", "kjudge_harness"]  # argv[1:4] of every role kjudged launches
+
+
+def preload():
+    """Everything a role imports, so a resumed role imports nothing of its own (the harness is
+    at another path inside the sandbox) and little of torch's."""
+    import torch  # noqa: F401 - the point of the zygote
+    import torch.utils.cpp_extension  # noqa: F401 - the build roles
+    from . import __main__, build, candidate, diagnosis, pch  # noqa: F401
+
+
+def main():
+    preload()
+    if len(os.listdir("/proc/self/task")) != 1:
+        # a clone copies one thread: a lock another thread holds would stay held in every job
+        sys.exit("kjudge_harness.zygote: torch started threads at import; not serving")
+    lib = ctypes.PyDLL(os.environ["KJUDGE_RESUME_LIB"])  # PyDLL: the GIL stays held
+    lib.kjsbx_resumed_item.restype = ctypes.c_char_p
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    if lib.kjsbx_resume_serve() != 1:
+        sys.exit("kjudge_harness.zygote: not started as a zygote")
+    status = 1
+    try:
+        status = resumed(lib)
+    except BaseException:  # noqa: BLE001 - a resumed role never unwinds into the zygote's code
+        traceback.print_exc()
+    finally:
+        os._exit(status)
+
+
+def resumed(lib):
+    """In a sandboxed command: becomes the role kjudged asked for; returns its exit status."""
+    ctypes.pythonapi.PyOS_AfterFork_Child()
+    argv = [lib.kjsbx_resumed_item(0, i).decode() for i in range(lib.kjsbx_resumed_count(0))]
+    env = [lib.kjsbx_resumed_item(1, i).decode() for i in range(lib.kjsbx_resumed_count(1))]
+    host_dir = os.environ.get("KJUDGE_HARNESS_HOST_DIR", "")
+    os.environ.clear()
+    os.environ.update(kv.split("=", 1) for kv in env if "=" in kv)
+    sys.path[:] = [IN_SANDBOX if p == host_dir else p for p in sys.path]
+    # what an interpreter's own start-up sets (the sandbox reset every handler to the default)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if argv[1:4] != ROLE_PREFIX or len(argv) != 7:
+        print(f"kjudge_harness.zygote: not a harness role: {argv!r}", file=sys.stderr)
+        return 127
+    sys.argv = ["kjudge_harness"] + argv[4:]
+    phases.restart()
+    from .__main__ import main as role_main
+    try:
+        return role_main(sys.argv)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+
+
+if __name__ == "__main__":
+    main()
