@@ -13,6 +13,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import traceback
 
 from . import phases
@@ -29,11 +30,28 @@ def preload():
     from . import __main__, build, candidate, diagnosis, pch  # noqa: F401
 
 
+def other_threads():
+    """Names of this process's threads but the calling one."""
+    names = []
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) != threading.get_native_id():
+            try:
+                with open(f"/proc/self/task/{tid}/comm") as f:
+                    names.append(f.read().strip())
+            except OSError:
+                names.append(tid)
+    return names
+
+
 def main():
+    log = os.environ.get("KJUDGE_ZYGOTE_LOG")
+    if log:  # its stdio is /dev/null: why it did not serve goes to the node's state dir
+        os.dup2(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
     preload()
-    if len(os.listdir("/proc/self/task")) != 1:
+    extra = other_threads()
+    if extra:
         # a clone copies one thread: a lock another thread holds would stay held in every job
-        sys.exit("kjudge_harness.zygote: torch started threads at import; not serving")
+        sys.exit(f"kjudge_harness.zygote: threads started at import ({', '.join(extra)}); not serving")
     lib = ctypes.PyDLL(os.environ["KJUDGE_RESUME_LIB"])  # PyDLL: the GIL stays held
     lib.kjsbx_resumed_item.restype = ctypes.c_char_p
     for stream in (sys.stdout, sys.stderr):

@@ -35,7 +35,9 @@ kjsandbox::Policy harness_policy(const Config& cfg, const HarnessRun& run, std::
   p.env["PYTHONDONTWRITEBYTECODE"] = "1";
   p.env["TORCH_EXTENSIONS_DIR"] = "/tmp/torch_extensions";
   p.env["TRITON_CACHE_DIR"] = "/tmp/triton";
-  p.env["OMP_NUM_THREADS"] = "1";  // a CPU task's timing must not depend on the node's core count
+  // A CPU task's timing must not depend on the node's core count; and the harness zygote must
+  // stay single-threaded: OpenBLAS (numpy's) and MKL start their pools when they are loaded.
+  for (const char* pool : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) p.env[pool] = "1";
   return p;
 }
 
@@ -62,6 +64,7 @@ bool start_harness_zygote(const Config& cfg) {
     env["PYTHONPATH"] = cfg.kernelbench.harness_dir.string();
     env["KJUDGE_RESUME_LIB"] = cfg.kernelbench.resume_lib.string();
     env["KJUDGE_HARNESS_HOST_DIR"] = cfg.kernelbench.harness_dir.string();
+    env["KJUDGE_ZYGOTE_LOG"] = (cfg.state_dir / "harness-zygote.log").string();
     kjsandbox::register_resume_zygote(kHarnessZygote,
                                       {cfg.kernelbench.python.string(), "-s", "-m", "kjudge_harness.zygote"},
                                       std::move(env));

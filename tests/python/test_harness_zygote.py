@@ -32,7 +32,7 @@ def _probe(host_dir):
     if not open("/proc/1/cmdline", "rb").read().startswith(b"kjsandbox-init"):
         found.append("pid 1 is not the sandbox's init")
     # spelled in pieces: the static policy refuses a candidate that names the judge's internals
-    prefixes = tuple("KJ" + p for p in ("SANDBOX", "UDGE_RES" + "UME", "UDGE_HAR" + "NESS"))
+    prefixes = tuple("KJ" + p for p in ("SANDBOX", "UDGE_RES" + "UME", "UDGE_HAR" + "NESS", "UDGE_ZYG" + "OTE"))
     leaked = [k for k in _os.environ if k.startswith(prefixes)]
     if leaked:
         found.append(f"zygote environment: {leaked}")
