@@ -33,10 +33,12 @@ void LaunchLog::reset() {
   std::lock_guard g(lock());
   names_.clear();
   unattributed_ = 0;
+  frozen_ = false;
 }
 
 void LaunchLog::add(const char* name) {
   std::lock_guard g(lock());
+  if (frozen_) return;
   if (names_.size() >= kMaxNames) {
     ++unattributed_;
     return;
@@ -46,12 +48,13 @@ void LaunchLog::add(const char* name) {
 
 void LaunchLog::add_unattributed() {
   std::lock_guard g(lock());
-  ++unattributed_;
+  if (!frozen_) ++unattributed_;
 }
 
 void LaunchLog::demangle_all() {
   std::lock_guard g(lock());
   for (auto& n : names_) n = demangled(n);
+  frozen_ = true;
 }
 
 int LaunchLog::count() const {

@@ -21,6 +21,7 @@ class LaunchLog {
  private:
   std::vector<std::string> names_;
   std::uint64_t unattributed_ = 0;
+  bool frozen_ = false;  // after demangle_all: a callback still in flight at stop adds nothing
 };
 
 LaunchLog& launch_log();  // the process's one log; every member takes the log's lock itself
