@@ -7,9 +7,9 @@ the profiler, which sees the graph's kernels. Also counts calls into the candida
 extensions. The harness checks that its recorders were still in place after the call; the
 daemon classifies the ops and kernels with its allow/deny lists."""
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import kernel_recorder
-from torch.utils._python_dispatch import TorchDispatchMode
 
 try:
     from torch.utils._python_dispatch import _get_current_dispatch_mode
