@@ -13,21 +13,29 @@ std::atomic<bool> g_active{false};
 std::atomic<std::uint64_t> g_generation{0};
 const Cupti* g_cupti = nullptr;
 
-// Marks, in the runtime call's correlation data, that its entry recorded the launch.
+// Marks, in a runtime call's correlation data, what its entry did: recorded the launch itself,
+// or left it to the driver callback beneath.
 constexpr std::uint64_t kRecordedMark = 0x6b6a742d72656364ull;
+constexpr std::uint64_t kPendingMark = 0x6b6a742d70656e64ull;
 
 template <std::size_t N>
 bool in(const CallbackId (&set)[N], CallbackId cbid) {
   return std::find(std::begin(set), std::end(set), cbid) != std::end(set);
 }
 
-// Depth of runtime launches this thread is inside (that recorded their launch), this session.
-int& runtime_depth() {
-  thread_local std::uint64_t generation = 0;
-  thread_local int depth = 0;
+// This thread, this session: how many runtime launches it is inside that recorded their launch
+// (the driver call beneath is skipped), and whether a driver launch callback has fired.
+struct ThreadState {
+  std::uint64_t generation = 0;
+  int depth = 0;
+  bool driver_seen = false;
+};
+
+ThreadState& thread_state() {
+  thread_local ThreadState t;
   const auto now = g_generation.load(std::memory_order_acquire);
-  if (generation != now) generation = now, depth = 0;
-  return depth;
+  if (t.generation != now) t = ThreadState{now, 0, false};
+  return t;
 }
 
 void record(const char* symbol, CUfunction f) {
@@ -45,23 +53,36 @@ void record_multi_device(const void* params) {
   for (unsigned i = 0; i < p->numDevices; ++i) record(nullptr, p->launchParamsList[i].function);
 }
 
+void on_runtime_exit(const CallbackData& cb) {
+  ThreadState& t = thread_state();
+  const std::uint64_t mark = cb.correlationData ? *cb.correlationData : 0;
+  if (mark == kRecordedMark && t.depth > 0) --t.depth;
+  // left to the driver, and no driver launch callback came: a launch nobody named
+  if (mark == kPendingMark && !t.driver_seen) launch_log().add_unattributed();
+}
+
 void on_runtime(CallbackId cbid, const CallbackData& cb) {
-  if (cb.callbackSite == kApiExit) {
-    if (cb.correlationData && *cb.correlationData == kRecordedMark && runtime_depth() > 0) --runtime_depth();
-    return;
-  }
+  if (cb.callbackSite == kApiExit) return on_runtime_exit(cb);
+  ThreadState& t = thread_state();
+  std::uint64_t mark = kRecordedMark;
   if (in(kRuntimeGraphLaunch, cbid) || cbid == kRuntimeMultiDevice)
     launch_log().add_unattributed();
   else if (cb.symbolName && *cb.symbolName)
     launch_log().add(cb.symbolName);
   else
-    return;  // the driver callback beneath names it
-  if (cb.correlationData) *cb.correlationData = kRecordedMark;
-  ++runtime_depth();
+    mark = kPendingMark;
+  if (cb.correlationData) *cb.correlationData = mark;
+  if (mark == kRecordedMark)
+    ++t.depth;
+  else
+    t.driver_seen = false;
 }
 
 void on_driver(CallbackId cbid, const CallbackData& cb) {
-  if (cb.callbackSite != kApiEnter || runtime_depth() > 0) return;
+  if (cb.callbackSite != kApiEnter) return;
+  ThreadState& t = thread_state();
+  t.driver_seen = true;
+  if (t.depth > 0) return;
   const void* params = cb.functionParams;
   if (in(kDriverGraphLaunch, cbid)) return launch_log().add_unattributed();
   if (cbid == kDriverMultiDevice) return record_multi_device(params);

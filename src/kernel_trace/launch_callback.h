@@ -1,6 +1,7 @@
 // The CUPTI callback: names every kernel launch on API entry into launch_log(). A runtime launch
 // that names its kernel is recorded there and the driver call beneath it is skipped; one that
-// does not (or a launch made on the driver directly) is named by the driver callback.
+// does not (or a launch made on the driver directly) is named by the driver callback, and counts
+// as unattributed if no driver callback came. Graph launches are always unattributed.
 #pragma once
 
 #include <vector>

@@ -85,6 +85,10 @@ multi = MultiDevice(launches, 2, 0)
 fire(DRIVER, CU_MULTI_DEVICE, ENTER, b"_Z1kv", ctypes.addressof(multi))  # functions without names here
 check(lib.kjt_count() == 0 and lib.kjt_unattributed() == 2, "multi-device: one unnamed launch per device")
 corr = ctypes.c_uint64(0)
+fire(RUNTIME, CUDA_LAUNCH_KERNEL, ENTER, None, corr=corr)       # nameless, and no driver callback beneath
+fire(RUNTIME, CUDA_LAUNCH_KERNEL, EXIT, None, corr=corr)
+check(lib.kjt_count() == 0 and lib.kjt_unattributed() == 3, "a runtime launch nobody named is unattributed")
+corr = ctypes.c_uint64(0)
 fire(RUNTIME, CUDA_LAUNCH_KERNEL, ENTER, b"_Z1av", corr=corr)   # left open when the session ends
 lib.kjt_stop()
 check(start()[0] == 0, "a third session")
