@@ -165,11 +165,12 @@ def run(request, report):
         report["threads_before"], report["threads_after"] = threads_before, task_count()
         report["python_threads_started"] = threading.active_count() - py_threads_before
 
-        # The legality trace comes last: the profiler it starts (CUPTI, its threads) must not
-        # touch the timed loop or the thread count.
+        # The legality trace comes last: the CUPTI recorder or profiler it starts (their threads)
+        # must not touch the timed loop or the thread count.
         report["stage"] = "trace"
         if request.get("trace", True) and sets:
-            traced_out, report["trace"] = trace.traced_call(model, chan.inputs(sets[0]), device, counter)
+            traced_out, report["trace"] = trace.traced_call(model, chan.inputs(sets[0]), device, counter,
+                                                            request.get("kernel_trace_lib"))
             del traced_out
             chan.release(sets[0])
         phases.mark("trace")

@@ -236,6 +236,9 @@ void apply(const toml::table& root, Config& c) {
     s.clear();
     take(*k, "cache_dir", s);
     if (!s.empty()) c.kernelbench.cache_dir = s;
+    s.clear();
+    take(*k, "kernel_trace_lib", s);
+    if (!s.empty()) c.kernelbench.kernel_trace_lib = s;
     take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
     take(*k, "precompiled_header", c.kernelbench.precompiled_header);
     take(*k, "zygote", c.kernelbench.zygote);
@@ -316,6 +319,7 @@ Config load_config(const std::optional<std::filesystem::path>& file) {
     c.kernelbench.harness_dir = std::filesystem::exists(installed / "kjudge_harness") ? installed
                                                                                      : std::filesystem::path(KJUDGE_SOURCE_DIR) / "python";
   }
+  if (c.kernelbench.kernel_trace_lib.empty()) c.kernelbench.kernel_trace_lib = self_dir() / "libkjudge_kernel_trace.so";
   return c;
 }
 

@@ -96,6 +96,9 @@ struct MetricsConfig {
 struct KernelBenchConfig {
   std::filesystem::path python = "/usr/bin/python3";  // the system's python3 with torch
   std::filesystem::path harness_dir;  // holds kjudge_harness/; default: the source tree's python/
+  // The candidate harness's kernel recorder (src/kernel_trace); default: beside the running
+  // binary. Absent file: the legality trace uses torch.profiler (seconds per job).
+  std::filesystem::path kernel_trace_lib;
   std::filesystem::path cache_dir;    // torch extension builds + precompiled headers; empty = <state>/cache
   std::string cuda_arch_list;         // TORCH_CUDA_ARCH_LIST for builds; empty = ask nvidia-smi once
   bool precompiled_header = true;     // build torch/extension.h once per node and torch version

@@ -17,6 +17,7 @@
 namespace kj {
 
 inline constexpr const char* kHarnessInSandbox = "/opt/kjudge/python";
+inline constexpr const char* kKernelTraceInSandbox = "/opt/kjudge/lib/libkjudge_kernel_trace.so";
 
 struct HarnessStep {
   kjsandbox::Report sandbox;

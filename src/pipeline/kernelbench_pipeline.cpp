@@ -263,6 +263,12 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                {"channel_path", WorkerJob::kChannelInCandidate},
                {"timing", timing},
                {"clock_path", "/job/clock"}};
+  // The legality trace's kernel recorder (CUPTI callbacks): read-only at a fixed path; without it
+  // the harness starts torch.profiler instead.
+  if (backend != "cpu" && fs::is_regular_file(cfg.kernelbench.kernel_trace_lib)) {
+    c.binds.push_back({cfg.kernelbench.kernel_trace_lib.string(), kKernelTraceInSandbox, false});
+    c.request["kernel_trace_lib"] = kKernelTraceInSandbox;
+  }
   // Device memory: the candidate's copies of a set, its output and its timing pool, admitted
   // beside the other running candidates (waiting here is the node's time, not the candidate's).
   double admission_wait = 0;

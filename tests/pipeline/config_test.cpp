@@ -28,6 +28,14 @@ TEST(Config, DefaultsWithoutAFile) {
   EXPECT_EQ(c.result_ttl, std::chrono::hours(24));
 }
 
+TEST(Config, KernelTraceLibBesideTheBinaryOrConfigured) {
+  // default: beside the running binary, where the build puts it (build/bin) and device_bundle ships it
+  EXPECT_EQ(kj::load_config(std::nullopt).kernelbench.kernel_trace_lib, kj::self_dir() / "libkjudge_kernel_trace.so");
+  TempDir d;
+  write(d.path / "kjudged.toml", "[kernelbench]\nkernel_trace_lib = \"/opt/x/libkt.so\"\n");
+  EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.kernel_trace_lib, "/opt/x/libkt.so");
+}
+
 TEST(Config, FileThenDropInsInNameOrder) {
   TempDir d;
   write(d.path / "kjudged.toml", "[daemon]\nworkers = 4\nnode = \"n1\"\n[redis]\nurl = \"unix:///x.sock\"\n");
