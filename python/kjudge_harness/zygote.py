@@ -24,10 +24,21 @@ ROLE_PREFIX = ["-s", "-m", "kjudge_harness"]  # argv[1:4] of every role kjudged 
 
 def preload():
     """Everything a role imports, so a resumed role imports nothing of its own (the harness is
-    at another path inside the sandbox) and little of torch's."""
-    import torch  # noqa: F401 - the point of the zygote
-    import torch.utils.cpp_extension  # noqa: F401 - the build roles
-    from . import __main__, build, candidate, diagnosis, pch  # noqa: F401
+    at another path inside the sandbox) and little of torch's; and the first use of the
+    dispatch-mode recorder, which costs seconds of lazy imports in every candidate otherwise."""
+    import torch
+    # cpp_extension asks torch.cuda.is_available() at import (only to warn when CUDA_HOME has no
+    # runtime): that initialises the CUDA driver, which no process forked from here could use.
+    is_available = torch.cuda.is_available
+    torch.cuda.is_available = lambda: True
+    try:
+        import torch.utils.cpp_extension  # noqa: F401 - the build roles
+    finally:
+        torch.cuda.is_available = is_available
+    from . import __main__, build, candidate, diagnosis, pch, trace  # noqa: F401
+    with torch.no_grad(), trace.OpRecorder():
+        trace._sentinel()
+        (torch.ones(4) * 2 + 1).relu().sum()
 
 
 def other_threads():
