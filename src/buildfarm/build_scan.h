@@ -1,0 +1,41 @@
+// Where a build node finds work: the tenants' job streams themselves, read without a consumer
+// group (the judging nodes' group keeps the entries). An entry needs a build when it is a valid
+// KernelBench-format job with no result yet, not cancelled, before its deadline, and nobody has
+// an artifact or a lease for its build's content key.
+#pragma once
+
+#include <cstddef>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "buildfarm/redis_build_store.h"
+#include "common/config.h"
+#include "kjqueue/queue.h"
+#include "kjudge/v1/job.pb.h"
+
+namespace kj::buildfarm {
+
+struct BuildWork {
+  kjudge::v1::Job job;
+  std::string key;     // the build's content key
+  std::string entry;   // "<stream>/<entry id>"
+  double score = 0;    // lane x priority_aging + time waited (ms): highest first, as kj_fetch orders
+};
+
+// Entries already found not to need a build (no KernelBench job, a result, an artifact): skipped
+// without decoding on later passes.
+class Settled {
+ public:
+  bool has(const std::string& entry) const { return done_.count(entry) > 0; }
+  void add(const std::string& entry);
+
+ private:
+  std::set<std::string> done_;
+};
+
+// At most `want` of the tenant's entries that need a build, best score first.
+std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, const Config& cfg,
+                                   const std::string& tenant, std::size_t want, Settled& settled);
+
+}  // namespace kj::buildfarm
