@@ -1,0 +1,224 @@
+"""Builds as their own stage (docs/operator-guide.md, *Build nodes*): two real kjudged processes on
+one real redis-server, one `--role build` (no judging) and one judging node that shares builds
+through Redis and leaves them to build nodes while one is alive ([build] local_max = 0). A batch of
+20 distinct KernelBench-format candidates on the cpu backend is built by the build node and judged
+by the other; the build node is SIGKILLed mid-batch while it holds build leases: they expire, the
+judging node builds what was left (no build node alive), then a restarted build node takes over
+again. Every job gets its expected verdict, exactly once. Also: tenant users cannot read or write
+the store's keys.
+
+Each node has its own cache dir, so every artifact the judging node uses came through Redis.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from kjudge import keys
+from kjudge.jobs import build_job
+from kjudge.v1 import verdict_pb2
+
+from test_fault import BIN, Daemon, RedisProc, client_for, daemons, done_events, workdir  # noqa: F401 (fixtures)
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = ROOT / "tests/kernelbench/tasks/activation_relu"
+N = 20
+
+# Candidates whose build is the harness's static policy and import (no load_inline: a cold C++
+# extension build costs ~25 CPU-s on the 2-core CI machine), each made distinct by its variant
+# number, plus one real load_inline extension whose binary goes through Redis.
+FALLBACK = """import torch
+import torch.nn as nn
+# variant {i}
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+INCORRECT = """import torch
+import torch.nn as nn
+# variant {i}
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x * 0.5
+"""
+RUNTIME_ERROR = """import torch.nn as nn
+# variant {i}
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise RuntimeError("boom {i}")
+"""
+SYNTAX_ERROR = """import torch.nn as nn
+# variant {i}
+class ModelNew(nn.Module):
+    def forward(self, x) return x
+"""
+
+
+def candidates():
+    """(source, expected verdict) x N, all distinct."""
+    kinds = [(FALLBACK, "FALLBACK"), (INCORRECT, "INCORRECT"), (RUNTIME_ERROR, "RUNTIME_ERROR"),
+             (SYNTAX_ERROR, "COMPILE_ERROR")]
+    out = [((TASK / "cpu_ok.py").read_text(), "OK")]
+    for i in range(N - 1):
+        src, verdict = kinds[i % len(kinds)]
+        out.append((src.format(i=i), verdict))
+    return out
+
+
+def node_config(cache, extra):
+    return f"""
+[kernelbench]
+cache_dir = "{cache}"
+harness_dir = "{ROOT / 'python'}"
+precompiled_header = false
+[build]
+lease_ms = 2000
+builder_ttl_ms = 2000
+{extra}
+"""
+
+
+def build_node(r, workdir, cache):
+    d = Daemon.__new__(Daemon)  # the test_fault node, started with --role build
+    d.redis_url, d.node, d.starts, d.proc = r.url, "builder", 0, None
+    d.state = Path(tempfile.mkdtemp(prefix="kjbuild-state.", dir="/tmp"))
+    d.state.chmod(0o711)
+    d.cfg = Path(workdir) / "builder.toml"
+    d.cfg.write_text(f'[daemon]\nnode = "builder"\nstate_dir = "{d.state}"\nworkers = 2\n'
+                     '[queue]\ncancel_poll_ms = 100\n' + node_config(cache, ""))
+    d.log_path = Path(workdir) / "builder.log"
+    d.start = lambda wait=True: _start_builder(d, wait)
+    d.start()
+    return d
+
+
+def _start_builder(d, wait):
+    log = open(d.log_path, "a")
+    d.proc = subprocess.Popen([str(BIN / "kjudged"), "--role", "build", "--config", str(d.cfg), "--redis", d.redis_url],
+                              stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    d.starts += 1
+    if wait:
+        d.wait_started()
+
+
+def builder_leases(rc):
+    """Content keys whose build lease the build node holds now."""
+    out = []
+    for k in rc.scan_iter(match="kj:{p0}:blease:*"):
+        owner = rc.get(k)
+        if owner and owner.startswith(b"builder/"):
+            out.append(k.decode().rsplit(":", 1)[1])
+    return out
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_build_node_builds_judging_node_judges_and_a_killed_builder_loses_nothing(workdir, daemons):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    rc = redis.Redis(unix_socket_path=r.sock)
+    caches = [Path(tempfile.mkdtemp(prefix=f"kjbuild-cache-{n}.", dir="/tmp")) for n in ("b", "j")]
+    for p in caches:
+        p.chmod(0o755)
+    try:
+        builder = build_node(r, workdir, caches[0])
+        daemons.append(builder)
+        judge = Daemon(r.url, workdir, "judge", workers=2,
+                       extra=node_config(caches[1], "shared = true\nlocal_max = 0"))
+        daemons.append(judge)
+        ref = (TASK / "reference.py").read_text()
+        jobs, expected = [], {}
+        for i, (src, verdict) in enumerate(candidates()):
+            job = build_job(ref, candidate=src, backend="cpu", tenant="t", job_id=f"kb-{i:02d}", batch_id="step",
+                            trials=3)
+            jobs.append(job)
+            expected[job.job_id] = verdict
+        t0 = time.monotonic()
+        c.submit_many(jobs, batch_size=N)
+
+        # mid-batch: the build node has published some builds and holds leases on others
+        wait_for(lambda: len(builder.events("build.done")) >= 4 and builder_leases(rc), 240,
+                 "the build node published nothing: " + builder.log_tail()[-3000:])
+        held = builder_leases(rc)
+        local_before_kill = len(judge.events("kernelbench.build"))
+        builder.kill(signal.SIGKILL)
+        killed_at = time.monotonic()
+        built_before_kill = len(builder.events("build.done"))
+
+        # its leases expire; no build node is alive, so the judging node builds what is left itself
+        wait_for(lambda: judge.events("kernelbench.build"), 120,
+                 "the judging node never took over: " + judge.log_tail()[-3000:])
+        assert time.monotonic() - killed_at >= 1.5  # not before the lease (2 s) could expire
+        for key in held:  # no build lease of the dead node survives it
+            wait_for(lambda: (rc.get(f"kj:{{p0}}:blease:{key}") or b"").startswith(b"builder/") is False, 10,
+                     "a dead builder's lease never expired")
+
+        # a restarted build node takes over again
+        builder.start()
+        got = c.wait_many("t", list(expected), 300)
+        elapsed = time.monotonic() - t0
+
+        missing = [j for j, res in got.items() if res is None]
+        assert not missing, (missing, judge.log_tail()[-3000:])
+        wrong = {j: (verdict_pb2.Verdict.Name(res.status), res.message) for j, res in got.items()
+                 if verdict_pb2.Verdict.Name(res.status) != expected[j]}
+        assert not wrong, wrong
+        assert set(done_events(rc, "t").values()) == {1}  # exactly one result each
+        assert len(done_events(rc, "t")) == N
+
+        fetched = judge.events("kernelbench.build_fetched")
+        local = judge.events("kernelbench.build")
+        assert built_before_kill >= 4
+        assert len(fetched) >= 4 and all(e["builder"] == "builder" for e in fetched)
+        assert local, "the judging node built nothing after the kill"
+        # each job's build came from exactly one place: a build node (fetched) or the judging node
+        assert len(fetched) + len(local) == N
+        # the judging node compiled only while no build node was alive: never before the kill
+        assert local_before_kill == 0
+        phases = [dict(res.phase_seconds) for res in got.values()]
+        assert sum(1 for p in phases if p.get("build.shared_fetched") == 1) == len(fetched)
+        assert not rc.keys("kj:{p0}:blease:*")  # every lease released at the end
+        print(f"two-node batch of {N}: {elapsed:.1f} s; builder built {built_before_kill} before the kill "
+              f"(+{len(builder.events('build.done')) - built_before_kill} after its restart), "
+              f"judging node fetched {len(fetched)}, built {len(local)} itself")
+        builder.stop()
+        judge.stop()
+    finally:
+        for p in caches:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def test_tenant_users_cannot_touch_the_build_store(workdir):
+    r = RedisProc(workdir)
+    c = client_for(r)
+    rc = redis.Redis(unix_socket_path=r.sock)
+    p = subprocess.run([str(BIN / "kjudge"), "--redis", r.url, "admin", "acl", "t", "--password", "pw", "--apply"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rc.set("kj:{p0}:art:" + "a" * 64, b"kjart1\n...")
+    tenant = redis.Redis(unix_socket_path=r.sock, username="kj-t", password="pw")
+    assert tenant.ping()
+    for attempt in (lambda: tenant.get("kj:{p0}:art:" + "a" * 64),
+                    lambda: tenant.set("kj:{p0}:art:" + "b" * 64, b"forged"),
+                    lambda: tenant.set("kj:{p0}:blease:" + "b" * 64, b"me"),
+                    lambda: tenant.fcall("kj_build_lease", 3, "kj:{p0}:blease:" + "b" * 64, "kj:{p0}:building:t",
+                                         "kj:{p0}:caps", "acquire", "me", "1000", "t"),
+                    lambda: tenant.zadd("kj:{p0}:builders", {"fake": 1e15})):
+        with pytest.raises(redis.exceptions.ResponseError):
+            attempt()
+    assert not rc.exists("kj:{p0}:art:" + "b" * 64, "kj:{p0}:blease:" + "b" * 64)
+    assert c is not None
