@@ -61,7 +61,7 @@ BuildNode::BuildNode(Config cfg) : cfg_(std::move(cfg)), store_(cfg_, RedisBuild
 
 BuildNode::~BuildNode() {
   for (auto& t : threads_)
-    if (t.joinable()) t.join();
+    if (t.t.joinable()) t.t.join();
 }
 
 int BuildNode::run() {
@@ -74,6 +74,9 @@ int BuildNode::run() {
   q.load_functions();
   log::info("daemon.started", {{"node", cfg_.node}, {"role", "build"}, {"workers", cfg_.workers},
                                {"redis", cfg_.redis.url}, {"lease_ms", cfg_.build.lease.count()}});
+  if (cfg_.kernelbench.cuda_arch_list.empty())  // no GPU here to ask: CUDA builds would get other keys than the GPU nodes'
+    log::warn("build.no_cuda_arch", {{"fix", "set [toolchain] cuda_arch (or [kernelbench] cuda_arch_list) to the "
+                                             "judging nodes' value, or their CUDA builds are never taken from here"}});
   while (!stop_signal_within(200ms)) {
     try {
       tick(q);
@@ -194,15 +197,17 @@ void BuildNode::start(BuildWork work) {
     running_[r->work.key] = r;
     ++per_tenant_[r->work.job.tenant()];
   }
-  threads_.emplace_back([this, r] {
-    build(r);
-    {
-      std::lock_guard lk(mu_);
-      running_.erase(r->work.key);
-      if (--per_tenant_[r->work.job.tenant()] == 0) per_tenant_.erase(r->work.job.tenant());
-    }
-    ++finished_threads_;
-  });
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  threads_.push_back({std::thread([this, r, done] {
+                        build(r);
+                        {
+                          std::lock_guard lk(mu_);
+                          running_.erase(r->work.key);
+                          if (--per_tenant_[r->work.job.tenant()] == 0) per_tenant_.erase(r->work.job.tenant());
+                        }
+                        *done = true;
+                      }),
+                      done});
 }
 
 void BuildNode::build(const RunningPtr& r) {
@@ -221,19 +226,16 @@ void BuildNode::build(const RunningPtr& r) {
   }
 }
 
-// Joins finished build threads (their Running entries are gone).
+// Joins the build threads that have finished.
 void BuildNode::reap_threads() {
-  if (finished_threads_.load() == 0) return;
-  std::size_t busy;
-  {
-    std::lock_guard lk(mu_);
-    busy = running_.size();
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    if (!*it->done) {
+      ++it;
+      continue;
+    }
+    it->t.join();
+    it = threads_.erase(it);
   }
-  if (busy != 0) return;  // join only when all are done: a thread still running must not be joined here
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
-  threads_.clear();
-  finished_threads_ = 0;
 }
 
 void BuildNode::drain() {

@@ -56,8 +56,11 @@ class BuildNode {
   std::mutex mu_;
   std::map<std::string, RunningPtr> running_;  // content key -> build
   std::map<std::string, unsigned> per_tenant_;
-  std::vector<std::thread> threads_;
-  std::atomic<unsigned> finished_threads_{0};
+  struct Thread {
+    std::thread t;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Thread> threads_;
   std::atomic<std::uint64_t> builds_done_{0};
   std::chrono::steady_clock::time_point next_heartbeat_{}, next_renew_{}, next_cancel_poll_{};
   unsigned rr_ = 0;  // round-robin start over tenants

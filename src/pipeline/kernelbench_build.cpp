@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "common/log.h"
 #include "pipeline/engine_checks.h"
@@ -252,6 +253,20 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
+// A build lease the caller holds: given back if the build ends in an exception (ours: the job is
+// then INFRA_ERROR), so no node waits on a lease renewed for a build that no longer runs.
+struct HeldLease {
+  BuildStore* store = nullptr;
+  std::string key;
+  BuildStore* release() { return std::exchange(store, nullptr); }  // the caller publishes or releases it now
+  ~HeldLease() {
+    if (store) store->release(key);
+  }
+  HeldLease(BuildStore* s, std::string k) : store(s), key(std::move(k)) {}
+  HeldLease(const HeldLease&) = delete;
+  HeldLease& operator=(const HeldLease&) = delete;
+};
+
 // The job's deadline as a clock time (none when unset).
 std::optional<std::chrono::system_clock::time_point> job_deadline(const v1::Job& job) {
   if (!job.has_deadline() || (job.deadline().seconds() == 0 && job.deadline().nanos() == 0)) return std::nullopt;
@@ -363,22 +378,25 @@ KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const 
   const fs::path ext_cache = kernelbench_ext_cache_dir(job, cfg);
   const BuildMemo memo = build_memo(job, cfg, in.backend);
   const std::string key = in.store ? shared_key(memo, cfg) : "";
+  HeldLease lease{in.leased ? in.store : nullptr, key};
   if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) {
-    if (in.leased) share_build(*in.store, key, memo, ext_cache, out, r);
+    if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
     return out;
   }
-  bool leased = in.leased;
-  if (in.store && !leased) {
+  if (in.store && !in.leased) {
     BuildClaim claim = claim_shared(job, cfg, in, key, r);
     if (claim.kind == BuildClaim::Artifact && use_artifact(*claim.artifact, in, ext_cache, memo, out, r)) return out;
-    if (claim.kind == BuildClaim::Cancelled) return out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"}, out;
-    if (claim.kind == BuildClaim::Expired) return out.failure = Decision{v1::EXPIRED, "deadline passed while waiting for its build"}, out;
-    leased = claim.kind == BuildClaim::Leased;
+    if (claim.kind == BuildClaim::Cancelled || claim.kind == BuildClaim::Expired) {
+      out.failure = claim.kind == BuildClaim::Cancelled ? Decision{v1::CANCELLED, "cancelled while waiting for its build"}
+                                                        : Decision{v1::EXPIRED, "deadline passed while waiting for its build"};
+      return out;
+    }
+    if (claim.kind == BuildClaim::Leased) lease.store = in.store;
   }
   out = KernelBenchBuild{};
   out.arch = build_arch(cfg, in.backend);
   build_fresh(job, cfg, in, ext_cache, memo, out, r);
-  if (leased) share_build(*in.store, key, memo, ext_cache, out, r);
+  if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
   return out;
 }
 
