@@ -62,7 +62,7 @@ TEST(Artifact, InstallRefusesPathsOutsideTheExtensionFolder) {
   const auto dir = std::filesystem::temp_directory_path() / ("kjart-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "memo");
   const BuildMemo memo(dir / "memo", {});
-  for (const std::string bad : {"../x.so", kExt + "/../../x.so", kExt, "/etc/passwd", kExt + "/", "short/x.so"}) {
+  for (const std::string& bad : std::vector<std::string>{"../x.so", kExt + "/../../x.so", kExt, "/etc/passwd", kExt + "/", "short/x.so"}) {
     SharedBuild b = sample();
     b.files = {{bad, "x"}};
     EXPECT_FALSE(install_shared(b, dir / "ext", memo)) << bad;
