@@ -4,6 +4,7 @@
 #include <chrono>
 #include <variant>
 
+#include "common/log.h"
 #include "daemon/job_clock.h"
 #include "pipeline/judge.h"
 #include "pipeline/kernelbench_build.h"
@@ -65,14 +66,19 @@ std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, co
       if (settled.has(entry)) continue;
       auto job = kernelbench_job(d, cfg);
       if (!job || finished(q, *job, d)) {
+        log::debug("build.settled", {{"entry", entry}, {"job", job.has_value()}});
         settled.add(entry);
         continue;
       }
       std::string key = kernelbench_build_key(*job, cfg);
-      if (store.taken(key)) continue;  // built, or being built: looked at again while it has no result
+      if (store.taken(key)) {  // built, or being built: looked at again while it has no result
+        log::debug("build.taken", {{"job_id", job->job_id()}, {"key", key}});
+        continue;
+      }
       out.push_back({std::move(*job), std::move(key), entry, lane * aging + (now - entry_ms(d.entry_id))});
     }
   }
+  log::debug("build.scan", {{"tenant", tenant}, {"found", out.size()}, {"settled", settled.size()}});
   std::stable_sort(out.begin(), out.end(), [](const BuildWork& a, const BuildWork& b) { return a.score > b.score; });
   if (out.size() > want) out.resize(want);
   return out;

@@ -29,6 +29,7 @@ class Settled {
  public:
   bool has(const std::string& entry) const { return done_.count(entry) > 0; }
   void add(const std::string& entry);
+  std::size_t size() const { return done_.size(); }
 
  private:
   std::set<std::string> done_;

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "buildfarm/artifact.h"
+#include "common/config.h"
 #include "kjudge/v1/result.pb.h"
 #include "pipeline/kernelbench_build_share.h"
 
@@ -94,3 +95,27 @@ TEST(Artifact, OnlyTheCandidatesFailuresAreShared) {
 
 }  // namespace
 }  // namespace kj::buildfarm
+
+namespace kj {
+namespace {
+
+TEST(BuildConfig, DefaultsAndKeys) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kjcfg-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "a.toml") << "[daemon]\nrole = \"build\"\n[build]\nlease_ms = 2000\nbuilder_ttl_ms = 3000\n";
+  const Config c = load_config(dir / "a.toml");
+  EXPECT_EQ(c.role, "build");
+  EXPECT_EQ(c.build.lease.count(), 2000);
+  EXPECT_EQ(c.build.builder_ttl.count(), 3000);
+  EXPECT_EQ(c.build.scan_max, 256u);
+  EXPECT_EQ(c.build.local_max, -1);
+  EXPECT_FALSE(c.build.shared);
+  std::ofstream(dir / "b.toml") << "[build]\nlocal_max = -2\n";
+  EXPECT_THROW(load_config(dir / "b.toml"), std::runtime_error);
+  std::ofstream(dir / "c.toml") << "[daemon]\nrole = \"gpu\"\n";
+  EXPECT_THROW(load_config(dir / "c.toml"), std::runtime_error);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kj
