@@ -286,6 +286,8 @@ BuildClaim claim_shared(const v1::Job& job, const Config& cfg, const KernelBench
   req.cancel_fd = current_cancel_fd();
   BuildClaim claim = in.store->claim(req);
   (*r.mutable_phase_seconds())["build.shared_wait"] = claim.waited_s;
+  if (claim.kind == BuildClaim::Busy)  // a builder kept the key (or never took it) past the wait: build here
+    log::warn("kernelbench.build_wait_gave_up", {{"job_id", job.job_id()}, {"key", key}, {"waited_s", claim.waited_s}});
   return claim;
 }
 

@@ -78,13 +78,13 @@ builder_ttl_ms = 2000
 """
 
 
-def build_node(r, workdir, cache):
+def build_node(r, workdir, cache, workers=2):
     d = Daemon.__new__(Daemon)  # the test_fault node, started with --role build
     d.redis_url, d.node, d.starts, d.proc = r.url, "builder", 0, None
     d.state = Path(tempfile.mkdtemp(prefix="kjbuild-state.", dir="/tmp"))
     d.state.chmod(0o711)
     d.cfg = Path(workdir) / "builder.toml"
-    d.cfg.write_text(f'[daemon]\nnode = "builder"\nstate_dir = "{d.state}"\nworkers = 2\n'
+    d.cfg.write_text(f'[daemon]\nnode = "builder"\nstate_dir = "{d.state}"\nworkers = {workers}\n'
                      '[queue]\ncancel_poll_ms = 100\n' + node_config(cache, ""))
     d.log_path = Path(workdir) / "builder.log"
     d.start = lambda wait=True: _start_builder(d, wait)
@@ -213,3 +213,50 @@ def test_tenant_users_cannot_touch_the_build_store(workdir):
             attempt()
     assert not rc.exists("kj:{p0}:art:" + "b" * 64, "kj:{p0}:blease:" + "b" * 64)
     assert c is not None
+
+
+def test_build_node_honours_cancel_deadline_and_priority(workdir, daemons):
+    """A build node alone (one slot): a cancelled job's running build is killed and nothing is
+    published; a job past its deadline is never built; waiting builds go high, normal, low lane."""
+    r = RedisProc(workdir)
+    c = client_for(r)
+    rc = redis.Redis(unix_socket_path=r.sock)
+    cache = Path(tempfile.mkdtemp(prefix="kjbuild-cache-b.", dir="/tmp"))
+    cache.chmod(0o755)
+    try:
+        builder = build_node(r, workdir, cache, workers=1)
+        daemons.append(builder)
+        relu = TASKS / "activation_relu"
+        ref = (relu / "reference.py").read_text()
+
+        def job(job_id, src, **kw):
+            return build_job(ref, candidate=src, backend="cpu", tenant="t", job_id=job_id, **kw)
+
+        c.submit(job("slow", (relu / "cpu_ok.py").read_text()))  # a real C++ build: seconds
+        wait_for(lambda: any(e["job_id"] == "slow" for e in builder.events("kernelbench.build")), 60,
+                 "the build node did not start: " + builder.log_tail()[-2000:])
+        late = job("late", TORCH_ONLY.format(i="late"))
+        late.deadline.FromSeconds(int(time.time()) - 5)
+        c.submit(late)
+        c.submit(job("low", TORCH_ONLY.format(i="low"), priority=-1))
+        c.submit(job("normal", TORCH_ONLY.format(i="normal")))
+        c.submit(job("high", TORCH_ONLY.format(i="high"), priority=1))
+        cancelled_at = time.monotonic()
+        c.cancel("t", "slow")
+        wait_for(lambda: any(e["job_id"] == "slow" for e in builder.events("build.done")), 30, "no cancel")
+        assert time.monotonic() - cancelled_at < 10  # its sandbox was killed, not left to finish
+        slow = [e for e in builder.events("build.done") if e["job_id"] == "slow"][0]
+        assert slow["verdict"] == "CANCELLED"
+        assert not rc.exists(keys.artifact(0, slow["key"]), keys.build_lease(0, slow["key"]))
+
+        wait_for(lambda: len(builder.events("build.done")) >= 4, 60, builder.log_tail()[-2000:])
+        time.sleep(1)  # a build of "late" would have started by now
+        done = [e["job_id"] for e in builder.events("build.done")]
+        assert done == ["slow", "high", "normal", "low"], done
+        assert len(rc.keys("kj:{p0}:art:*")) == 3
+        assert rc.zscore(keys.builders(0), "builder")
+        builder.stop()  # SIGTERM: drains, exits 0, no longer counted as a live build node
+        assert builder.events("daemon.stopped")
+        assert not rc.zscore(keys.builders(0), "builder")
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
