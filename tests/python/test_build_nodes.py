@@ -141,9 +141,15 @@ def test_build_node_builds_judging_node_judges_and_a_killed_builder_loses_nothin
         t0 = time.monotonic()
         c.submit_many(jobs, batch_size=N)
 
-        # mid-batch: the build node has published some builds and holds leases on others
-        wait_for(lambda: len(builder.events("build.done")) >= 4 and builder_leases(rc), 240,
-                 "the build node published nothing: " + builder.log_tail()[-3000:])
+        # mid-batch: the build node has published some builds and holds leases on others (frozen
+        # with SIGSTOP while it holds one, so the kill cannot fall between two builds)
+        while True:
+            wait_for(lambda: len(builder.events("build.done")) >= 4 and builder_leases(rc), 240,
+                     "the build node published nothing: " + builder.log_tail()[-3000:])
+            builder.proc.send_signal(signal.SIGSTOP)
+            if builder_leases(rc):
+                break
+            builder.proc.send_signal(signal.SIGCONT)
         local_before_kill = len(judge.events("kernelbench.build"))
         dead = f"builder/{builder.proc.pid}/".encode()
         builder.kill(signal.SIGKILL)
