@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,12 +73,15 @@ int BuildNode::run() {
   log::info("sandbox.cgroups_cleaned", {{"removed", kjsandbox::cleanup_stale_cgroups(&cg_log)}, {"detail", cg_log}});
   kjqueue::Queue q(endpoint(cfg_), cfg_.redis.partition);
   q.load_functions();
+  q.command({"DEL", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
+  if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
   log::info("daemon.started", {{"node", cfg_.node}, {"role", "build"}, {"workers", cfg_.workers},
                                {"redis", cfg_.redis.url}, {"lease_ms", cfg_.build.lease.count()}});
   if (cfg_.kernelbench.cuda_arch_list.empty())  // no GPU here to ask: CUDA builds would get other keys than the GPU nodes'
     log::warn("build.no_cuda_arch", {{"fix", "set [toolchain] cuda_arch (or [kernelbench] cuda_arch_list) to the "
                                              "judging nodes' value, or their CUDA builds are never taken from here"}});
-  while (!stop_signal_within(200ms)) {
+  sd_notify(0, "READY=1\nSTATUS=building");
+  while (!drain_requested_ && !stop_signal_within(200ms)) {
     try {
       tick(q);
     } catch (const std::exception& e) {
@@ -86,6 +90,7 @@ int BuildNode::run() {
       std::this_thread::sleep_for(500ms);
     }
   }
+  sd_notify(0, "STOPPING=1\nSTATUS=draining");
   drain();
   return 0;
 }
@@ -105,6 +110,10 @@ void BuildNode::tick(kjqueue::Queue& q) {
     poll_cancels(q);
     next_cancel_poll_ = now + cfg_.queue.cancel_poll;
   }
+  if (watchdog_usec_ && now >= next_watchdog_) {  // the loop turns: tick() is only called from it
+    sd_notify(0, "WATCHDOG=1");
+    next_watchdog_ = now + std::chrono::microseconds(watchdog_usec_ / 2);
+  }
   reap_threads();
   dispatch(q);
 }
@@ -119,6 +128,8 @@ void BuildNode::heartbeat(kjqueue::Queue& q) {
                                {"busy", busy}, {"builds_done", builds_done_.load()}, {"pid", ::getpid()}};
   q.heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
   store_.announce_builder(cfg_.build.builder_ttl);
+  const auto drain = q.command({"EXISTS", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
+  drain_requested_ = !drain.empty() && drain.front() == "1";
 }
 
 std::vector<BuildNode::RunningPtr> BuildNode::running() {

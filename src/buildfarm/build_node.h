@@ -3,8 +3,9 @@
 // shared store, builds in its compile sandbox and publishes the artifact; the judging nodes take
 // it from there. Cancel markers kill a running build; deadlines, priority lanes with aging, the
 // per-node tenant cap ([tenants.<t>] max_running) and the cluster cap (kjudge admin cap, counted
-// over live build leases) apply as they do to judging. SIGTERM/SIGINT drain: no new builds,
-// running ones finish up to queue.drain_timeout_ms, then their leases go back.
+// over live build leases) apply as they do to judging. SIGTERM/SIGINT or `kjudge admin drain`
+// drain: no new builds, running ones finish up to queue.drain_timeout_ms, then their leases go
+// back. systemd: READY=1 once Redis answered, WATCHDOG=1 from the loop, STOPPING=1 on drain.
 #pragma once
 
 #include <atomic>
@@ -62,7 +63,9 @@ class BuildNode {
   };
   std::vector<Thread> threads_;
   std::atomic<std::uint64_t> builds_done_{0};
-  std::chrono::steady_clock::time_point next_heartbeat_{}, next_renew_{}, next_cancel_poll_{};
+  std::chrono::steady_clock::time_point next_heartbeat_{}, next_renew_{}, next_cancel_poll_{}, next_watchdog_{};
+  std::uint64_t watchdog_usec_ = 0;
+  bool drain_requested_ = false;  // kjudge admin drain <node>
   unsigned rr_ = 0;  // round-robin start over tenants
 };
 

@@ -261,7 +261,11 @@ def test_build_node_honours_cancel_deadline_and_priority(workdir, daemons):
         assert done == ["slow", "high", "normal", "low"], done
         assert len(rc.keys("kj:{p0}:art:*")) == 3
         assert rc.zscore(keys.builders(0), "builder")
-        builder.stop()  # SIGTERM: drains, exits 0, no longer counted as a live build node
+        # kjudge admin drain: it drains, exits 0 and is no longer counted as a live build node
+        p = subprocess.run([str(BIN / "kjudge"), "--redis", r.url, "admin", "drain", "builder"], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert builder.proc.wait(timeout=30) == 0
         assert builder.events("daemon.stopped")
         assert not rc.zscore(keys.builders(0), "builder")
     finally:
