@@ -115,7 +115,9 @@ void BuildNode::tick(kjqueue::Queue& q) {
     next_watchdog_ = now + std::chrono::microseconds(watchdog_usec_ / 2);
   }
   reap_threads();
-  dispatch(q);
+  // With slots free, a pass that found nothing to start is not repeated for half a second (it
+  // reads the streams); a build that ends frees a slot, looked at on the next turn.
+  if (now >= next_scan_ && free_slots() > 0 && dispatch(q) == 0) next_scan_ = now + 500ms;
 }
 
 void BuildNode::heartbeat(kjqueue::Queue& q) {
@@ -162,14 +164,15 @@ bool BuildNode::under_cap(const std::string& tenant) {
 
 // Free slots are filled round-robin over tenants (one build per tenant per round), each tenant's
 // best-scored build first; a build whose lease someone else took meanwhile is skipped.
-void BuildNode::dispatch(kjqueue::Queue& q) {
-  std::size_t free;
-  {
-    std::lock_guard lk(mu_);
-    free = cfg_.workers > running_.size() ? cfg_.workers - running_.size() : 0;
-  }
+std::size_t BuildNode::free_slots() {
+  std::lock_guard lk(mu_);
+  return cfg_.workers > running_.size() ? cfg_.workers - running_.size() : 0;
+}
+
+std::size_t BuildNode::dispatch(kjqueue::Queue& q) {
+  std::size_t free = free_slots(), started = 0;
   const auto tenants = q.tenants();
-  if (free == 0 || tenants.empty()) return;
+  if (free == 0 || tenants.empty()) return 0;
   std::map<std::string, std::vector<BuildWork>> found;
   for (const auto& t : tenants) {
     {
@@ -195,9 +198,11 @@ void BuildNode::dispatch(kjqueue::Queue& q) {
       if (c.kind != BuildClaim::Leased) continue;
       start(std::move(w));
       --free;
+      ++started;
     }
     ++rr_;
   }
+  return started;
 }
 
 void BuildNode::start(BuildWork work) {

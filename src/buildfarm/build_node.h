@@ -43,7 +43,8 @@ class BuildNode {
   void tick(kjqueue::Queue& q);
   void heartbeat(kjqueue::Queue& q);
   void poll_cancels(kjqueue::Queue& q);
-  void dispatch(kjqueue::Queue& q);
+  std::size_t dispatch(kjqueue::Queue& q);  // builds started
+  std::size_t free_slots();
   bool under_cap(const std::string& tenant);  // mu_ held
   void start(BuildWork work);
   void build(const RunningPtr& r);
@@ -63,7 +64,8 @@ class BuildNode {
   };
   std::vector<Thread> threads_;
   std::atomic<std::uint64_t> builds_done_{0};
-  std::chrono::steady_clock::time_point next_heartbeat_{}, next_renew_{}, next_cancel_poll_{}, next_watchdog_{};
+  std::chrono::steady_clock::time_point next_heartbeat_{}, next_renew_{}, next_cancel_poll_{}, next_watchdog_{},
+      next_scan_{};
   std::uint64_t watchdog_usec_ = 0;
   bool drain_requested_ = false;  // kjudge admin drain <node>
   unsigned rr_ = 0;  // round-robin start over tenants

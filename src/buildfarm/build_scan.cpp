@@ -54,6 +54,17 @@ bool finished(kjqueue::Queue& q, const v1::Job& job, const kjqueue::Delivery& d)
 void Settled::add(const std::string& entry) {
   if (done_.size() >= kSettledMax) done_.clear();  // bounded: a cleared entry is only looked at again
   done_.insert(entry);
+  keys_.erase(entry);
+}
+
+const std::string* Settled::key_of(const std::string& entry) const {
+  auto it = keys_.find(entry);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
+void Settled::remember(const std::string& entry, const std::string& key) {
+  if (keys_.size() >= kSettledMax) keys_.clear();
+  keys_[entry] = key;
 }
 
 std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, const Config& cfg,
@@ -64,6 +75,7 @@ std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, co
     for (const auto& d : q.unfinished(tenant, lane, cfg.build.scan_max)) {
       const std::string entry = Keys::jobs(d.partition, tenant, lane) + "/" + d.entry_id;
       if (settled.has(entry)) continue;
+      if (const std::string* known = settled.key_of(entry); known && store.taken(*known)) continue;
       auto job = kernelbench_job(d, cfg);
       if (!job || finished(q, *job, d)) {
         log::debug("build.settled", {{"entry", entry}, {"job", job.has_value()}});
@@ -71,6 +83,7 @@ std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, co
         continue;
       }
       std::string key = kernelbench_build_key(*job, cfg);
+      settled.remember(entry, key);
       if (store.taken(key)) {  // built, or being built: looked at again while it has no result
         log::debug("build.taken", {{"job_id", job->job_id()}, {"key", key}});
         continue;

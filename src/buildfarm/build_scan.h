@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,16 +24,20 @@ struct BuildWork {
   double score = 0;    // lane x priority_aging + time waited (ms): highest first, as kj_fetch orders
 };
 
-// Entries already found not to need a build (no KernelBench job, a result, an artifact): skipped
-// without decoding on later passes.
+// What earlier passes learnt, so later ones decode less: entries that never need a build (no
+// KernelBench job, a result, a cancel, a passed deadline), and each entry's content key (an entry
+// whose key is built or being built is skipped without decoding its job). Bounded.
 class Settled {
  public:
   bool has(const std::string& entry) const { return done_.count(entry) > 0; }
   void add(const std::string& entry);
   std::size_t size() const { return done_.size(); }
+  const std::string* key_of(const std::string& entry) const;
+  void remember(const std::string& entry, const std::string& key);
 
  private:
   std::set<std::string> done_;
+  std::map<std::string, std::string> keys_;
 };
 
 // At most `want` of the tenant's entries that need a build, best score first.
