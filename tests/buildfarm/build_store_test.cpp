@@ -2,6 +2,9 @@
 // builder, taking over an expired lease, verification on fetch, cluster caps, tenant users refused.
 #include <gtest/gtest.h>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <thread>
 
 #include "buildfarm/artifact.h"
@@ -75,6 +78,31 @@ TEST_F(BuildStoreTest, ALeaseNotRenewedExpiresAndAnotherBuilderTakesOver) {
   const auto t0 = Clock::now();
   EXPECT_EQ(judge.claim(req).kind, BuildClaim::Leased);
   EXPECT_GE(Clock::now() - t0, 300ms);
+}
+
+TEST_F(BuildStoreTest, AWaitEndsOnTheJobsCancelOrDeadline) {
+  RedisBuildStore a(config("a"), RedisBuildStore::Role::Build), b(config("b"), RedisBuildStore::Role::Judge);
+  ASSERT_EQ(a.claim(now("w1")).kind, BuildClaim::Leased);
+  ClaimRequest req = now("w1");
+  req.wait_until = Clock::now() + 30s;
+  req.deadline = std::chrono::system_clock::now() + 300ms;
+  auto t0 = Clock::now();
+  EXPECT_EQ(b.claim(req).kind, BuildClaim::Expired);
+  EXPECT_LT(Clock::now() - t0, 5s);
+  const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(300ms);
+    const std::uint64_t one = 1;
+    (void)!::write(fd, &one, sizeof one);
+  });
+  req = now("w1");
+  req.wait_until = Clock::now() + 30s;
+  req.cancel_fd = fd;
+  t0 = Clock::now();
+  EXPECT_EQ(b.claim(req).kind, BuildClaim::Cancelled);
+  EXPECT_LT(Clock::now() - t0, 5s);
+  canceller.join();
+  ::close(fd);
 }
 
 TEST_F(BuildStoreTest, RenewedLeasesOutliveTheirTtl) {
