@@ -88,6 +88,7 @@ std::optional<SharedBuild> RedisBuildStore::fetch(kjqueue::Queue& q, const std::
     b = unpack_artifact(*value.front(), key, build_.artifact_max_bytes, why);
   else return std::nullopt;  // expired meanwhile
   if (b) return b;
+  ++rejected_;
   log::warn("build.artifact_rejected", {{"key", key}, {"why", why}});
   q.command({"DEL", art});
   return std::nullopt;
@@ -120,19 +121,32 @@ bool RedisBuildStore::may_build_here(kjqueue::Queue& q) {
 
 BuildClaim RedisBuildStore::claim(const ClaimRequest& req) {
   const auto t0 = Clock::now();
-  auto waited = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto waited = [&] {
+    const auto d = Clock::now() - t0;
+    wait_ms_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+    return std::chrono::duration<double>(d).count();
+  };
   for (;;) {
     Pooled q = borrow();
     try {
-      if (auto b = fetch(*q, req.key)) return {BuildClaim::Artifact, std::move(b), waited()};
-      if (may_build_here(*q) && acquire(*q, req.key, req.tenant) == "ok") return {BuildClaim::Leased, {}, waited()};
+      if (auto b = fetch(*q, req.key)) {
+        ++fetched_;
+        return {BuildClaim::Artifact, std::move(b), waited()};
+      }
+      if (may_build_here(*q) && acquire(*q, req.key, req.tenant) == "ok") {
+        ++leased_;
+        return {BuildClaim::Leased, {}, waited()};
+      }
     } catch (const std::exception& e) {  // Redis down, a reply of the wrong shape: build without sharing
       q.broken = true;
       log::warn("build.store_unavailable", {{"key", req.key}, {"error", e.what()}});
       return {BuildClaim::Unshared, {}, waited()};
     }
     if (req.deadline && std::chrono::system_clock::now() >= *req.deadline) return {BuildClaim::Expired, {}, waited()};
-    if (Clock::now() >= req.wait_until) return {BuildClaim::Busy, {}, waited()};
+    if (Clock::now() >= req.wait_until) {
+      if (req.wait_until > t0) ++gave_up_;  // waited its whole bound (a build node never waits)
+      return {BuildClaim::Busy, {}, waited()};
+    }
     if (cancelled_within(req.cancel_fd, kPoll)) return {BuildClaim::Cancelled, {}, waited()};
   }
 }
@@ -143,13 +157,16 @@ void RedisBuildStore::publish(const SharedBuild& build) {
   const std::string value = pack_artifact(b);
   Pooled q = borrow();
   try {
-    if (value.size() > build_.artifact_max_bytes)
+    if (value.size() > build_.artifact_max_bytes) {
       log::info("build.artifact_too_large", {{"key", b.key}, {"bytes", value.size()}, {"max", build_.artifact_max_bytes}});
-    else
+    } else {
       q->command({"SET", Keys::artifact(partition_, b.key), value, "PX",
                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(build_.artifact_ttl).count())});
+      ++published_;
+    }
   } catch (const std::exception& e) {  // OOM under maxmemory, Redis down: the others build it themselves
     q.broken = true;
+    ++publish_failed_;
     log::warn("build.publish_failed", {{"key", b.key}, {"error", e.what()}});
   }
   release(b.key);
@@ -231,6 +248,24 @@ void RedisBuildStore::withdraw_builder() {
   } catch (const std::exception&) {
     q.broken = true;
   }
+}
+
+std::string RedisBuildStore::render_metrics() const {
+  std::string out;
+  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
+           std::to_string(v) + "\n";
+  };
+  counter("kjudge_builds_fetched_total", "KernelBench builds taken from the shared store", fetched_);
+  counter("kjudge_builds_leased_total", "build leases taken (builds made here for the store)", leased_);
+  counter("kjudge_builds_published_total", "artifacts stored", published_);
+  counter("kjudge_builds_publish_failed_total", "artifacts Redis refused (memory, connection)", publish_failed_);
+  counter("kjudge_builds_rejected_total", "stored artifacts that failed verification (deleted, rebuilt)", rejected_);
+  counter("kjudge_builds_wait_gave_up_total", "waits for another node's build that reached their bound", gave_up_);
+  out += "# HELP kjudge_builds_wait_seconds_total time jobs waited for the shared store\n"
+         "# TYPE kjudge_builds_wait_seconds_total counter\nkjudge_builds_wait_seconds_total " +
+         std::to_string(static_cast<double>(wait_ms_.load()) / 1000.0) + "\n";
+  return out;
 }
 
 std::size_t RedisBuildStore::leases_held() {

@@ -36,6 +36,8 @@ class RedisBuildStore : public BuildStore {
   void announce_builder(std::chrono::milliseconds ttl);
   void withdraw_builder();
   std::size_t leases_held();
+  // Prometheus counters of this process's use of the store (kjudged's /metrics).
+  std::string render_metrics() const;
 
  private:
   struct Pooled;
@@ -56,6 +58,9 @@ class RedisBuildStore : public BuildStore {
   std::vector<std::unique_ptr<kjqueue::Queue>> pool_;
   std::map<std::string, std::string> held_;  // key -> tenant
   std::atomic<int> local_builds_{0};
+  // counters for render_metrics
+  std::atomic<std::uint64_t> fetched_{0}, rejected_{0}, leased_{0}, published_{0}, publish_failed_{0}, gave_up_{0};
+  std::atomic<std::uint64_t> wait_ms_{0};
 };
 
 }  // namespace kj::buildfarm

@@ -453,7 +453,7 @@ HttpReply Daemon::http(const std::string& target) {
       metrics_.busy = busy_;
     }
     return {200, metrics_.render(tenants, !stopping_ && fetch_ok_) + gpu_health_.render_metrics() +
-                     placement_.render_metrics()};
+                     placement_.render_metrics() + (builds_ ? builds_->render_metrics() : "")};
   }
   return {404, "not found: /metrics, /livez, /readyz\n"};
 }

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from kjudge import keys
 from kjudge.jobs import build_job
 from kjudge.v1 import verdict_pb2
 
+from test_ops import free_port
 from test_fault import BIN, Daemon, RedisProc, client_for, daemons, done_events, workdir  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,8 +122,9 @@ def test_build_node_builds_judging_node_judges_and_a_killed_builder_loses_nothin
     try:
         builder = build_node(r, workdir, caches[0])
         daemons.append(builder)
+        port = free_port()
         judge = Daemon(r.url, workdir, "judge", workers=2,
-                       extra=node_config(caches[1], "shared = true\nlocal_max = 0"))
+                       extra=node_config(caches[1], "shared = true\nlocal_max = 0") + f"[metrics]\nport = {port}\n")
         daemons.append(judge)
         jobs, expected = [], {}
         for i, (task, src, verdict) in enumerate(candidates()):
@@ -180,6 +183,11 @@ def test_build_node_builds_judging_node_judges_and_a_killed_builder_loses_nothin
         phases = [dict(res.phase_seconds) for res in got.values()]
         assert sum(1 for p in phases if p.get("build.shared_fetched") == 1) == len(fetched)
         assert not rc.keys("kj:{p0}:blease:*")  # every lease released at the end
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        counters = dict(line.split() for line in metrics.splitlines() if line.startswith("kjudge_builds_"))
+        assert int(counters["kjudge_builds_fetched_total"]) == len(fetched)
+        assert int(counters["kjudge_builds_leased_total"]) == int(counters["kjudge_builds_published_total"]) == len(local)
+        assert counters["kjudge_builds_rejected_total"] == "0"
         print(f"two-node batch of {N}: {elapsed:.1f} s; builder built {built_before_kill} before the kill "
               f"(+{len(builder.events('build.done')) - built_before_kill} after its restart), "
               f"judging node fetched {len(fetched)}, built {len(local)} itself")
