@@ -116,3 +116,24 @@ def batch_cancel(partition: int, tenant: str, batch_id: str) -> str:
 def drain(partition: int, node_name: str) -> str:
     """An operator's drain request for a node."""
     return _prefix(partition) + "drain:" + node_name
+
+
+# The shared build store (docs/operator-guide.md, *Build nodes*): daemons only, no tenant user reads them.
+def artifact(partition: int, key: str) -> str:
+    """A shared build: sha256 + artifact bytes, keyed by the build's content key (expires)."""
+    return _prefix(partition) + "art:" + key
+
+
+def build_lease(partition: int, key: str) -> str:
+    """Who builds that content key now (PX, renewed by its builder)."""
+    return _prefix(partition) + "blease:" + key
+
+
+def building(partition: int, tenant: str) -> str:
+    """Zset of the tenant's live build leases (its cluster cap counts them on build nodes)."""
+    return _prefix(partition) + "building:" + tenant
+
+
+def builders(partition: int) -> str:
+    """Zset of live build nodes: node -> expiry ms."""
+    return _prefix(partition) + "builders"

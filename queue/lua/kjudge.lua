@@ -399,6 +399,47 @@ local function kj_dead_retry(keys, args)
   return id
 end
 
+-- kj_build_lease  KEYS: lease-key building-zset caps-hash   ARGV: op owner ttl_ms tenant [capped]
+-- The lease on one build (content key) of the shared build store: whoever holds it builds, others
+-- wait for the artifact or for the lease to expire (its holder died). building-zset holds the
+-- tenant's live build leases (score = expiry ms), so a cluster cap (caps-hash field for the tenant,
+-- else '*') bounds its concurrent builds too when capped = '1'.
+--   acquire -> 'ok' | 'capped' | the holder's owner string
+--   renew   -> 1 while `owner` still holds it (expiry pushed to now + ttl), else 0
+--   release -> 1 when `owner` held it (deleted), else 0
+local function kj_build_lease(keys, args)
+  check(#keys == 3 and #args >= 4, 'kj_build_lease needs 3 keys and 4 or 5 arguments')
+  check(redis.acl_check_cmd('SET', keys[1], 'x'), 'kj_build_lease is for kjudged, not tenant users')
+  local op, owner, ttl, tenant = args[1], args[2], tonumber(args[3]), args[4]
+  check(owner ~= '' and ttl ~= nil and ttl >= 1 and valid_tenant(tenant), 'invalid arguments')
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if op == 'acquire' then
+    redis.call('ZREMRANGEBYSCORE', keys[2], '-inf', now)
+    if args[5] == '1' then
+      local cap = tonumber(redis.call('HGET', keys[3], tenant) or redis.call('HGET', keys[3], '*') or '')
+      if cap ~= nil and cap >= 0 and redis.call('ZCARD', keys[2]) >= cap then return 'capped' end
+    end
+    if not redis.call('SET', keys[1], owner, 'NX', 'PX', math.floor(ttl)) then
+      return redis.call('GET', keys[1]) or ''
+    end
+    redis.call('ZADD', keys[2], now + ttl, keys[1])
+    return 'ok'
+  end
+  local mine = redis.call('GET', keys[1]) == owner
+  if op == 'renew' then
+    if not mine then return 0 end
+    redis.call('PEXPIRE', keys[1], math.floor(ttl))
+    redis.call('ZADD', keys[2], now + ttl, keys[1])
+    return 1
+  end
+  check(op == 'release', 'op must be acquire, renew or release')
+  if not mine then return 0 end
+  redis.call('DEL', keys[1])
+  redis.call('ZREM', keys[2], keys[1])
+  return 1
+end
+
 redis.register_function('kj_submit', kj_submit)
 redis.register_function('kj_complete', kj_complete)
 redis.register_function('kj_lease', kj_lease)
@@ -408,3 +449,4 @@ redis.register_function('kj_trim', kj_trim)
 redis.register_function('kj_fetch', kj_fetch)
 redis.register_function('kj_cancel', kj_cancel)
 redis.register_function('kj_dead_retry', kj_dead_retry)
+redis.register_function('kj_build_lease', kj_build_lease)

@@ -55,6 +55,10 @@ std::string Keys::drain(int p, const std::string& node) { return prefix(p) + "dr
 std::string Keys::gpu_clear(int p, const std::string& node) { return prefix(p) + "gpuclear:" + node; }
 std::string Keys::caps(int p) { return prefix(p) + "caps"; }
 std::string Keys::running(int p, const std::string& tenant) { return prefix(p) + "running:" + tenant; }
+std::string Keys::artifact(int p, const std::string& key) { return prefix(p) + "art:" + key; }
+std::string Keys::build_lease(int p, const std::string& key) { return prefix(p) + "blease:" + key; }
+std::string Keys::building(int p, const std::string& tenant) { return prefix(p) + "building:" + tenant; }
+std::string Keys::builders(int p) { return prefix(p) + "builders"; }
 
 bool valid_tenant(const std::string& tenant) {
   if (tenant.empty() || tenant.size() > 64) return false;

@@ -377,6 +377,36 @@ std::vector<std::string> Queue::hand_back(const std::string& tenant, const std::
   return lease_call(impl_->conn, impl_->partition, "handback", tenant, lane, consumer, ids, lease);
 }
 
+std::vector<Delivery> Queue::unfinished(const std::string& tenant, int lane, std::size_t max) {
+  require_tenant(tenant);
+  Impl& im = *impl_;
+  const std::string key = Keys::jobs(im.partition, tenant, lane);
+  Reply summary = im.conn.call({"XPENDING", key, Keys::kGroup}, true);
+  if (is_error(summary.get())) return {};  // no stream or no group yet
+  std::string from;
+  if (size(summary.get()) >= 2 && integer(element(summary.get(), 0)) > 0) {
+    from = text(element(summary.get(), 1));
+  } else {
+    Reply groups = im.conn.call({"XINFO", "GROUPS", key}, true);
+    std::string last = "0-0";
+    for (std::size_t g = 0; !is_error(groups.get()) && g < size(groups.get()); ++g) {
+      const redisReply* info = element(groups.get(), g);
+      std::map<std::string, std::string> f;
+      for (std::size_t i = 0; i + 1 < size(info); i += 2) {
+        auto k = opt_text(element(info, i));
+        const redisReply* v = element(info, i + 1);
+        if (k && v && (v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS)) f[*k] = text(v);
+      }
+      if (f["name"] == Keys::kGroup) last = f["last-delivered-id"];
+    }
+    from = "(" + last;
+  }
+  Reply r = im.conn.call({"XRANGE", key, from, "+", "COUNT", std::to_string(std::max<std::size_t>(max, 1))});
+  std::vector<Delivery> out;
+  for (std::size_t i = 0; i < size(r.get()); ++i) out.push_back(to_delivery(im.partition, tenant, lane, element(r.get(), i)));
+  return out;
+}
+
 std::vector<EntryRef> Queue::pending_of(const std::string& consumer) {
   Impl& im = *impl_;
   im.refresh_tenants(true);

@@ -73,6 +73,17 @@ void take_bounded(const toml::table& t, std::string_view section, std::string_vi
   }
 }
 
+void take_bounded(const toml::table& t, std::string_view section, std::string_view key, std::int64_t& out,
+                  std::int64_t min, std::int64_t max, std::string_view what) {
+  const std::string name = std::string(section) + "." + std::string(key);
+  if (auto v = int_key(t, name, key)) {
+    if (*v < min || *v > max)
+      throw std::runtime_error(name + " must be " + std::string(what) + " in " + std::to_string(min) + ".." +
+                               std::to_string(max) + ", not " + std::to_string(*v));
+    out = *v;
+  }
+}
+
 // CPUs' worth of time: 0 clears the limit (so a drop-in can lift one set before); below 0.01 the
 // cgroup quota would round to its 1 ms floor anyway.
 void take_cpus(const toml::table& t, std::string_view key, std::optional<double>& out) {
@@ -132,6 +143,23 @@ void apply_sandbox_limits(const toml::table& s, SandboxConfig& sb) {
   apply_gpus(s, sb);
 }
 
+void apply_build(const toml::table& b, BuildConfig& c) {
+  take(b, "shared", c.shared);
+  take_bounded(b, "build", "artifact_max_bytes", c.artifact_max_bytes, 1024, 512ll << 20, "bytes");
+  std::int64_t ttl = c.artifact_ttl.count(), lease = c.lease.count(), alive = c.builder_ttl.count(), local = c.local_max,
+               scan = static_cast<std::int64_t>(c.scan_max);
+  take_bounded(b, "build", "artifact_ttl_s", ttl, 1, 30 * 24 * 3600, "seconds");
+  take_bounded(b, "build", "lease_ms", lease, 100, 3'600'000, "milliseconds");
+  take_bounded(b, "build", "builder_ttl_ms", alive, 1000, 3'600'000, "milliseconds");
+  take_bounded(b, "build", "local_max", local, -1, 1024, "a build count");
+  take_bounded(b, "build", "scan_max", scan, 1, 100'000, "an entry count");
+  c.artifact_ttl = std::chrono::seconds(ttl);
+  c.lease = std::chrono::milliseconds(lease);
+  c.builder_ttl = std::chrono::milliseconds(alive);
+  c.local_max = static_cast<int>(local);
+  c.scan_max = static_cast<std::size_t>(scan);
+}
+
 void apply(const toml::table& root, Config& c) {
   if (auto d = root["daemon"].as_table()) {
     take(*d, "node", c.node);
@@ -151,7 +179,11 @@ void apply(const toml::table& root, Config& c) {
     take(*d, "runner_path", runner);
     if (!runner.empty()) c.runner_path = runner;
     take(*d, "opencl_device_type", c.opencl_device_type);
+    take(*d, "role", c.role);
+    if (c.role != "judge" && c.role != "build")
+      throw std::runtime_error("daemon.role must be \"judge\" or \"build\", not \"" + c.role + "\"");
   }
+  if (auto b = root["build"].as_table()) apply_build(*b, c.build);
   if (auto r = root["redis"].as_table()) {
     take(*r, "url", c.redis.url);
     take(*r, "username", c.redis.username);

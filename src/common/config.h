@@ -115,7 +115,23 @@ struct KernelBenchConfig {
   std::uint32_t worker_idle_seconds = 600;
 };
 
+// The shared build store and build-only nodes (docs/operator-guide.md, *Build nodes*).
+struct BuildConfig {
+  // A judging node shares KernelBench builds through Redis: it takes a build another node made (or
+  // is making) instead of compiling, and publishes its own. A build node always shares.
+  bool shared = false;
+  std::uint64_t artifact_max_bytes = 64ull << 20;  // larger builds are not shared (built where judged)
+  std::chrono::seconds artifact_ttl{6 * 3600};     // artifacts expire from Redis after this
+  std::chrono::milliseconds lease{30'000};         // a build lease not renewed this long is free again
+  std::chrono::milliseconds builder_ttl{15'000};   // a build node counts as alive this long after its heartbeat
+  // A judging node's concurrent local builds while a build node is alive; past it, its jobs wait for
+  // the build nodes (-1: its slots, i.e. it always builds what no one else is building).
+  int local_max = -1;
+  std::size_t scan_max = 256;  // build node: unfinished entries looked at per lane and pass
+};
+
 struct Config {
+  std::string role = "judge";              // "judge" (kjudged) or "build" (build-only node, no GPU)
   std::string node;                        // defaults to the host name
   std::filesystem::path state_dir = "/var/lib/kjudge";
   unsigned workers = 2;                    // concurrent jobs on this node
@@ -133,6 +149,7 @@ struct Config {
   QueueConfig queue;
   MetricsConfig metrics;
   KernelBenchConfig kernelbench;
+  BuildConfig build;
 };
 
 // Throws std::runtime_error with the file and the offending key on bad input.

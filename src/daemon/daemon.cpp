@@ -104,6 +104,7 @@ Daemon::Daemon(Config cfg, std::function<Config()> reload)
       gpu_health_(sandboxed_canary(cfg_)),
       placement_(node_gpus(cfg_), gpu_health_) {
   metrics_.slots = cfg_.workers;
+  if (cfg_.build.shared) builds_ = std::make_unique<buildfarm::RedisBuildStore>(cfg_, buildfarm::RedisBuildStore::Role::Judge);
 }
 
 Daemon::~Daemon() {
@@ -166,6 +167,7 @@ int Daemon::run() {
   lease_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) renew_leases(); });
   cancel_timer_.expires_after(cfg_.queue.cancel_poll);
   cancel_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) poll_cancels(); });
+  if (builds_) renew_build_leases();
   if (sd_watchdog_enabled(0, &watchdog_usec_) > 0 && watchdog_usec_ > 0) watchdog();
 
   fetch_tick_ms_ = steady_ms();
@@ -295,6 +297,14 @@ void Daemon::renew_leases() {
   lease_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) renew_leases(); });
 }
 
+// The leases of the builds this node's slots make for the shared store ([build] shared).
+void Daemon::renew_build_leases() {
+  builds_->renew_held();
+  if (loop_done_) return;
+  build_lease_timer_.expires_after(cfg_.build.lease / 3);
+  build_lease_timer_.async_wait([this](const boost::system::error_code& ec) { if (!ec) renew_build_leases(); });
+}
+
 void Daemon::poll_cancels() {
   auto running = snapshot(true);
   if (!running.empty()) {
@@ -394,6 +404,7 @@ void Daemon::drain_tick() {
     heartbeat_timer_.cancel();
     lease_timer_.cancel();
     cancel_timer_.cancel();
+    build_lease_timer_.cancel();
     watchdog_timer_.cancel();
     if (http_) http_->close();
     ioc_.stop();
@@ -444,7 +455,7 @@ HttpReply Daemon::http(const std::string& target) {
       metrics_.busy = busy_;
     }
     return {200, metrics_.render(tenants, !stopping_ && fetch_ok_) + gpu_health_.render_metrics() +
-                     placement_.render_metrics()};
+                     placement_.render_metrics() + (builds_ ? builds_->render_metrics() : "")};
   }
   return {404, "not found: /metrics, /livez, /readyz\n"};
 }
@@ -725,7 +736,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         watch.cancel_fd = h->cancel_fd;
         h->gpu = place_job();
         result = h->gpu < 0 ? status_result(job_id, d.tenant, v1::INFRA_ERROR, "no healthy GPU on this node", worker)
-                            : judge(job, JudgeContext{config_for_gpu(h->gpu), worker, &watch});
+                            : judge(job, JudgeContext{config_for_gpu(h->gpu), worker, &watch, builds_.get()});
         h->gpu_outcome = GpuHealth::classify(result.status() == v1::CUDA_FAULT, false, watch.gpu_runs_killed > 0,
                                              watch.gpu_runs_stuck > 0);
         h->gpu_incident = job_id + ": " + (result.status() == v1::CUDA_FAULT ? result.message() : watch.last_gpu_incident);

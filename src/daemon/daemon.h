@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "buildfarm/redis_build_store.h"
 #include "common/config.h"
 #include "daemon/fair.h"
 #include "daemon/gpu_health.h"
@@ -75,6 +76,7 @@ class Daemon {
   void heartbeat();
   void publish_limits();  // kj:{pN}:config max_job_bytes, read by kj_submit
   void renew_leases();
+  void renew_build_leases();
   void poll_cancels();
   void watchdog();
   void begin_drain(const std::string& why);
@@ -88,7 +90,7 @@ class Daemon {
   std::function<Config()> reload_fn_;
   boost::asio::io_context ioc_;
   boost::asio::steady_timer heartbeat_timer_{ioc_}, lease_timer_{ioc_}, cancel_timer_{ioc_}, watchdog_timer_{ioc_},
-      drain_timer_{ioc_};
+      drain_timer_{ioc_}, build_lease_timer_{ioc_};
   std::unique_ptr<kjqueue::Queue> loop_queue_;  // used only from the event loop thread
   std::unique_ptr<HttpServer> http_;
   boost::asio::thread_pool slots_;
@@ -110,6 +112,7 @@ class Daemon {
   Metrics metrics_;
   GpuHealth gpu_health_;
   GpuPlacement placement_;  // the node's GPUs (sandbox.gpus), each job on the least busy usable one
+  std::unique_ptr<buildfarm::RedisBuildStore> builds_;  // [build] shared: KernelBench builds shared through Redis
 };
 
 }  // namespace kj

@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/runtime_dir.h"
+#include "buildfarm/build_node.h"
 #include "daemon/daemon.h"
 #include "daemon/dev_redis.h"
 #include "kjsandbox/policy.h"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kjudged: judges GPU kernel jobs from Redis"};
   std::optional<std::string> config_file, redis_url, runtime_dir, log_level;
   std::optional<unsigned> workers;
+  std::optional<std::string> role;
   bool dev = false;
   app.add_option("-c,--config", config_file, "TOML config file (drop-ins: <file>.d/*.toml)")->check(CLI::ExistingFile);
   app.add_flag("--dev", dev, "single-node dev mode: start a private redis-server on a unix socket");
@@ -44,6 +46,8 @@ int main(int argc, char** argv) {
   app.add_option("--redis", redis_url, "Redis URL (unix:///path, tcp://host:port); overrides the config");
   app.add_option("--workers", workers, "concurrent jobs")->check(CLI::Range(1u, 1024u));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error");
+  app.add_option("--role", role, "judge (default) or build: a build-only node for KernelBench builds, no GPU "
+                                 "(overrides [daemon] role)")->check(CLI::IsMember({"judge", "build"}));
   CLI11_PARSE(app, argc, argv);
   // A daemon must not die of a write to a peer that went away (a sandbox child, a worker, Redis):
   // every write path checks its error instead.
@@ -53,6 +57,7 @@ int main(int argc, char** argv) {
     kj::Config cfg = kj::load_config(config_file ? std::optional<std::filesystem::path>(*config_file) : std::nullopt);
     if (log_level) cfg.log_level = *log_level;
     if (workers) cfg.workers = *workers;
+    if (role) cfg.role = *role;
     kj::log::init(cfg.log_level);
     std::optional<kj::DevRedis> dev_redis;
     if (dev) {
@@ -76,6 +81,7 @@ int main(int argc, char** argv) {
       };
     }
     if (!dev) setup_cgroups_or_refuse(false);
+    if (cfg.role == "build") return kj::buildfarm::BuildNode(std::move(cfg)).run();
     kj::Daemon daemon(std::move(cfg), reload);
     return daemon.run();
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "kjudge/v1/job.pb.h"
 #include "kjudge/v1/result.pb.h"
+#include "pipeline/build_store.h"
 #include "pipeline/sandbox_watch.h"
 #include "pipeline/validate.h"
 
@@ -24,6 +25,8 @@ struct JudgeContext {
   std::string worker;  // "<node>/<slot>" for the Result
   // kjudged: the job's cancel fd in, GPU incidents of its sandboxes out (pipeline/sandbox_watch.h).
   SandboxWatch* watch = nullptr;
+  // kjudged with [build] shared: the cluster's shared KernelBench builds (pipeline/build_store.h).
+  BuildStore* builds = nullptr;
 };
 
 // Never throws: internal failures become INFRA_ERROR results.

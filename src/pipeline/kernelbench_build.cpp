@@ -9,11 +9,15 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "common/log.h"
 #include "pipeline/engine_checks.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/kernelbench_build_memo.h"
+#include "pipeline/kernelbench_build_share.h"
+#include "pipeline/sandbox_watch.h"
+#include "pipeline/toolchain_identity.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sha256.h"
 #include "pipeline/workspace.h"
@@ -202,14 +206,24 @@ bool all_cache_hits(const json& records) {
   return all;
 }
 
-BuildMemo build_memo(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const std::string& arch) {
+std::string build_arch(const Config& cfg, const std::string& backend) {
+  return backend != "cpu" && backend != "triton" ? cuda_arch_list(cfg) : "";
+}
+
+BuildMemo build_memo(const v1::Job& job, const Config& cfg, const std::string& backend) {
   const auto& task = job.kernelbench();
-  json policy_overrides = json::object();
+  const bool completion = task.candidate_case() == v1::KernelBenchTask::kCompletion;
+  json policy_overrides = json::object(), size_overrides = json::object();
   for (const auto& [k, v] : job.options().policy_overrides()) policy_overrides[k] = v;
+  for (const auto& [k, v] : task.size_overrides()) size_overrides[k] = v;
   return BuildMemo(private_dir(kernelbench_cache_root(cfg) / "kb-build"),
-                   {job.tenant(), in.completion ? task.completion() : task.model_new_py(), in.completion, task.reference_py(),
-                    in.size_overrides, policy_overrides, in.backend, arch, cfg.kernelbench.python.string(),
-                    cfg.kernelbench.harness_dir.string()});
+                   {job.tenant(), completion ? task.completion() : task.model_new_py(), completion, task.reference_py(),
+                    size_overrides, policy_overrides, backend, build_arch(cfg, backend),
+                    cfg.kernelbench.python.string(), cfg.kernelbench.harness_dir.string()});
+}
+
+std::string shared_key(const BuildMemo& memo, const Config& cfg) {
+  return Sha256().field("kb-shared-build-1").field(memo.key()).field(toolchain_identity(cfg)).hex();
 }
 
 // A remembered build whose extensions are all still in the cache: no sandbox, no torch import.
@@ -239,16 +253,62 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-}  // namespace
+// A build lease the caller holds: given back if the build ends in an exception (ours: the job is
+// then INFRA_ERROR), so no node waits on a lease renewed for a build that no longer runs.
+struct HeldLease {
+  BuildStore* store = nullptr;
+  std::string key;
+  BuildStore* release() { return std::exchange(store, nullptr); }  // the caller publishes or releases it now
+  ~HeldLease() {
+    if (store) store->release(key);
+  }
+  HeldLease(BuildStore* s, std::string k) : store(s), key(std::move(k)) {}
+  HeldLease(const HeldLease&) = delete;
+  HeldLease& operator=(const HeldLease&) = delete;
+};
 
-KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
-                                   v1::Result& r) {
-  KernelBenchBuild out;
-  const bool gpu = in.backend != "cpu";
-  out.arch = gpu && in.backend != "triton" ? cuda_arch_list(cfg) : "";
-  const fs::path ext_cache = kernelbench_ext_cache_dir(job, cfg);
-  const BuildMemo memo = build_memo(job, cfg, in, out.arch);
-  if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) return out;
+// The job's deadline as a clock time (none when unset).
+std::optional<std::chrono::system_clock::time_point> job_deadline(const v1::Job& job) {
+  if (!job.has_deadline() || (job.deadline().seconds() == 0 && job.deadline().nanos() == 0)) return std::nullopt;
+  const auto since_epoch = std::chrono::seconds(job.deadline().seconds()) + std::chrono::nanoseconds(job.deadline().nanos());
+  return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(since_epoch));
+}
+
+// Another node's build of the same key: taken, waited for while a live builder holds its lease (at
+// most the job's compile budget and a lease more), or leased to us to build.
+BuildClaim claim_shared(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const std::string& key,
+                        v1::Result& r) {
+  ClaimRequest req;
+  req.key = key;
+  req.tenant = job.tenant();
+  req.wait_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(in.compile_ms) + cfg.build.lease;
+  req.deadline = job_deadline(job);
+  req.cancel_fd = current_cancel_fd();
+  BuildClaim claim = in.store->claim(req);
+  (*r.mutable_phase_seconds())["build.shared_wait"] = claim.waited_s;
+  if (claim.kind == BuildClaim::Busy)  // a builder kept the key (or never took it) past the wait: build here
+    log::warn("kernelbench.build_wait_gave_up", {{"job_id", job.job_id()}, {"key", key}, {"waited_s", claim.waited_s}});
+  return claim;
+}
+
+// A fetched artifact: a success installed into this node's caches and replayed, a failure replayed.
+bool use_artifact(const SharedBuild& b, const KernelBenchBuildInput& in, const fs::path& ext_cache,
+                  const BuildMemo& memo, KernelBenchBuild& out, v1::Result& r) {
+  if (b.failed) {
+    out.failure = replay_failure(b, r, out.detail);
+  } else {
+    if (!install_shared(b, ext_cache, memo)) return false;
+    auto entry = memo.lookup();
+    if (!entry || !replay(*entry, in, ext_cache, out, r)) return false;
+  }
+  (*r.mutable_phase_seconds())["build.shared_fetched"] = 1;
+  log::info("kernelbench.build_fetched", {{"key", b.key}, {"builder", b.builder}, {"failed", b.failed}});
+  return true;
+}
+
+// Stage 1-2 proper: the build role in its sandbox (the body of a build nobody shared).
+void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const fs::path& ext_cache,
+                 const BuildMemo& memo, KernelBenchBuild& out, v1::Result& r) {
   // The binding file is C++ on the cpu and cuda backends alike (g++, load_inline's cflags).
   const Pch pch = in.backend == "cpu" || in.backend == "cuda" ? ensure_pch(cfg, in.backend == "cuda") : Pch{};
   if (cfg.kernelbench.precompiled_header && (in.backend == "cpu" || in.backend == "cuda"))
@@ -271,12 +331,12 @@ KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const 
   const std::string feedback = build.report ? build.report->value("feedback", "") : "";
   if ((out.failure = apply_static_policy(build, r))) {
     out.detail = feedback.empty() ? out.failure->message : feedback;  // its stderr is no compile log
-    return out;
+    return;
   }
   if ((out.failure = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true,
                                     in.compile_ms, build.host_fault))) {
     out.detail = feedback;
-    return out;
+    return;
   }
   r.mutable_compile()->set_ok(true);
   const json records = build.report->value("extensions", json::array());
@@ -284,6 +344,61 @@ KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const 
   out.manifest = publish_builds(records, in.build_dir, ext_cache, out.binds);
   if (out.manifest.size() == records.size())
     memo.store(*build.report, in.completion ? read_text(in.build_dir / "candidate.py") : "");
+}
+
+// What the build we held the lease for leaves for the others: the memo's entry and binaries, or
+// the candidate's failure; our own failures only give the lease back.
+void share_build(BuildStore& store, const std::string& key, const BuildMemo& memo, const fs::path& ext_cache,
+                 const KernelBenchBuild& out, const v1::Result& r) {
+  std::optional<SharedBuild> shared;
+  if (out.failure) shared = shared_failure(key, *out.failure, out.detail, r);
+  else if (auto entry = memo.lookup()) shared = shared_success(key, *entry, ext_cache);
+  if (shared) store.publish(*shared);
+  else store.release(key);
+}
+
+}  // namespace
+
+const char* kernelbench_backend_name(v1::Backend b) {
+  switch (b) {
+    case v1::BACKEND_TRITON: return "triton";
+    case v1::BACKEND_CPU: return "cpu";
+    case v1::BACKEND_HIP: return "hip";
+    case v1::BACKEND_MUSA: return "musa";
+    default: return "cuda";
+  }
+}
+
+std::string kernelbench_build_key(const v1::Job& job, const Config& cfg) {
+  return shared_key(build_memo(job, cfg, kernelbench_backend_name(job.kernelbench().backend())), cfg);
+}
+
+KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
+                                   v1::Result& r) {
+  KernelBenchBuild out;
+  out.arch = build_arch(cfg, in.backend);
+  const fs::path ext_cache = kernelbench_ext_cache_dir(job, cfg);
+  const BuildMemo memo = build_memo(job, cfg, in.backend);
+  const std::string key = in.store ? shared_key(memo, cfg) : "";
+  HeldLease lease{in.leased ? in.store : nullptr, key};
+  if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) {
+    if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
+    return out;
+  }
+  if (in.store && !in.leased) {
+    BuildClaim claim = claim_shared(job, cfg, in, key, r);
+    if (claim.kind == BuildClaim::Artifact && use_artifact(*claim.artifact, in, ext_cache, memo, out, r)) return out;
+    if (claim.kind == BuildClaim::Cancelled || claim.kind == BuildClaim::Expired) {
+      out.failure = claim.kind == BuildClaim::Cancelled ? Decision{v1::CANCELLED, "cancelled while waiting for its build"}
+                                                        : Decision{v1::EXPIRED, "deadline passed while waiting for its build"};
+      return out;
+    }
+    if (claim.kind == BuildClaim::Leased) lease.store = in.store;
+  }
+  out = KernelBenchBuild{};
+  out.arch = build_arch(cfg, in.backend);
+  build_fresh(job, cfg, in, ext_cache, memo, out, r);
+  if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
   return out;
 }
 

@@ -14,6 +14,7 @@
 
 #include "kjudge/v1/job.pb.h"
 #include "kjudge/v1/result.pb.h"
+#include "pipeline/build_store.h"
 #include "pipeline/harness_step.h"
 #include "pipeline/judge.h"
 #include "pipeline/verdict.h"
@@ -42,6 +43,9 @@ struct KernelBenchBuildInput {
   nlohmann::json size_overrides = nlohmann::json::object();
   std::uint32_t compile_ms = 0;
   std::uint64_t output_bytes = 0;
+  // The cluster's shared build store (kjudged with [build] shared, or a build node); nullptr: none.
+  BuildStore* store = nullptr;
+  bool leased = false;  // the caller holds the build's lease already (a build node): build and publish
 };
 
 struct KernelBenchBuild {
@@ -51,6 +55,13 @@ struct KernelBenchBuild {
   std::vector<kjsandbox::BindMount> binds;  // each extension's cache dir, read-only at /ext/<key>
   std::string arch;                         // TORCH_CUDA_ARCH_LIST the extensions were built for
 };
+
+// "cuda", "triton", "cpu", "hip", "musa".
+const char* kernelbench_backend_name(kjudge::v1::Backend b);
+
+// The job's build's content key in the shared build store: the build memo's key (sources, sizes,
+// policy overrides, backend, arch, tenant) with the node's toolchain identity.
+std::string kernelbench_build_key(const kjudge::v1::Job& job, const Config& cfg);
 
 // Runs the build role and publishes its extensions into the cache; fills r's compile report,
 // static-policy flags and build phases.

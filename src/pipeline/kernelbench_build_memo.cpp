@@ -35,7 +35,7 @@ std::string file_stamp(const std::string& path) {
 
 }  // namespace
 
-BuildMemo::BuildMemo(const fs::path& dir, const BuildMemoInputs& in) : file_(dir / (memo_key(in) + ".json")) {}
+BuildMemo::BuildMemo(const fs::path& dir, const BuildMemoInputs& in) : key_(memo_key(in)), file_(dir / (key_ + ".json")) {}
 
 std::optional<json> BuildMemo::lookup() const {
   std::ifstream f(file_);
@@ -56,6 +56,21 @@ void BuildMemo::store(const json& report, const std::string& candidate_py) const
                 {"static_policy", report.value("static_policy", json::object())},
                 {"extensions", report.value("extensions", json::array())}, {"candidate_py", candidate_py}};
   for (auto& rec : entry["extensions"]) rec["cache_hit"] = true;  // a replay only ever reads the cache
+  write(entry);
+}
+
+void BuildMemo::adopt(const json& shared) const {
+  json entry = {{"torch_file", shared.value("torch_file", "")},
+                {"static_policy", shared.value("static_policy", json::object())},
+                {"extensions", shared.value("extensions", json::array())},
+                {"candidate_py", shared.value("candidate_py", "")}};
+  entry["torch_stamp"] = file_stamp(entry["torch_file"].get<std::string>());
+  if (entry["torch_stamp"] == "") return;  // not this node's torch: no replay
+  for (auto& rec : entry["extensions"]) rec["cache_hit"] = true;
+  write(entry);
+}
+
+void BuildMemo::write(const json& entry) const {
   const fs::path tmp = file_.string() + fmt::format(".tmp{}", ::getpid()) + random_suffix();
   std::ofstream(tmp) << entry.dump();
   std::error_code ec;

@@ -32,8 +32,14 @@ class BuildMemo {
   std::optional<nlohmann::json> lookup() const;
   // The build report's facts; torch = {"file", ...} as the harness reported it.
   void store(const nlohmann::json& report, const std::string& candidate_py) const;
+  // An entry another node made (a shared build): stamped with this node's torch file, then stored.
+  void adopt(const nlohmann::json& entry) const;
+  // The inputs' key (hex): the shared build store's content key adds the toolchain to it.
+  const std::string& key() const { return key_; }
 
  private:
+  void write(const nlohmann::json& entry) const;
+  std::string key_;
   std::filesystem::path file_;
 };
 

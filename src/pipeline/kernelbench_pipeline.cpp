@@ -44,16 +44,6 @@ constexpr unsigned kDefaultWarmup = 3, kDefaultMaxTrials = 100, kDefaultMinTrial
 // use at a time, the contexts and torch's allocator slack.
 constexpr double kCandidateDeviceShare = 0.5;
 
-const char* backend_name(v1::Backend b) {
-  switch (b) {
-    case v1::BACKEND_TRITON: return "triton";
-    case v1::BACKEND_CPU: return "cpu";
-    case v1::BACKEND_HIP: return "hip";
-    case v1::BACKEND_MUSA: return "musa";
-    default: return "cuda";
-  }
-}
-
 const char* precision_name(v1::Precision p) {
   switch (p) {
     case v1::FP16: return "fp16";
@@ -106,7 +96,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   const auto& task = job.kernelbench();
   const auto& cfg = ctx.config;
   const bool compat = job.options().strictness() == v1::COMPAT_KERNELBENCH;
-  const std::string backend = backend_name(task.backend());
+  const std::string backend = kernelbench_backend_name(task.backend());
   const bool gpu = backend != "cpu";
   const std::uint32_t compile_ms =
       job.limits().compile_wall_ms() ? job.limits().compile_wall_ms() : cfg.kernelbench.compile_wall_ms;
@@ -136,7 +126,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // 1-2. Static policy and build (compile sandbox, no GPU).
   clock.start(v1::STAGE_BUILD);
   const KernelBenchBuild built = build_kernelbench(
-      job, cfg, {backend, build_dir, completion, overrides, compile_ms, output_bytes}, r);
+      job, cfg, {backend, build_dir, completion, overrides, compile_ms, output_bytes, ctx.builds}, r);
   if (built.failure) {
     detail = built.detail;
     return fail(*built.failure);

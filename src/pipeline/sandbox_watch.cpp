@@ -8,6 +8,8 @@ thread_local SandboxWatch* current_watch = nullptr;
 SandboxWatchScope::SandboxWatchScope(SandboxWatch* watch) : previous_(current_watch) { current_watch = watch; }
 SandboxWatchScope::~SandboxWatchScope() { current_watch = previous_; }
 
+int current_cancel_fd() { return current_watch ? current_watch->cancel_fd : -1; }
+
 kjsandbox::Report run_sandboxed(kjsandbox::Policy policy) {
   SandboxWatch* w = current_watch;
   if (w) policy.cancel_fd = w->cancel_fd;

@@ -33,6 +33,9 @@ class SandboxWatchScope {
   SandboxWatch* previous_;
 };
 
+// The current scope's cancel fd (-1: none), for waits outside a sandbox (a shared build's lease).
+int current_cancel_fd();
+
 // kjsandbox::run with the current scope's cancel fd, recording GPU incidents into the scope.
 kjsandbox::Report run_sandboxed(kjsandbox::Policy policy);
 

@@ -58,6 +58,10 @@ def test_key_names_equal_the_cpp_ones():
     assert keys.result(0, "team-a", "job-1") == "kj:{p0}:result:team-a:job-1"
     assert keys.done(12, "t") == "kj:{p12}:done:t"
     assert keys.node(1, "gpu-01") == "kj:{p1}:node:gpu-01"
+    assert keys.artifact(0, "ab12") == "kj:{p0}:art:ab12"
+    assert keys.build_lease(2, "ab12") == "kj:{p2}:blease:ab12"
+    assert keys.building(0, "team-a") == "kj:{p0}:building:team-a"
+    assert keys.builders(0) == "kj:{p0}:builders"
     assert keys.GROUP == "kjudged"
 
 

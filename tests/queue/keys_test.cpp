@@ -13,6 +13,10 @@ TEST(QueueKeys, LiteralNames) {
   EXPECT_EQ(Keys::result(0, "team-a", "job-1"), "kj:{p0}:result:team-a:job-1");
   EXPECT_EQ(Keys::done(12, "t"), "kj:{p12}:done:t");
   EXPECT_EQ(Keys::node(1, "gpu-01"), "kj:{p1}:node:gpu-01");
+  EXPECT_EQ(Keys::artifact(0, "ab12"), "kj:{p0}:art:ab12");
+  EXPECT_EQ(Keys::build_lease(2, "ab12"), "kj:{p2}:blease:ab12");
+  EXPECT_EQ(Keys::building(0, "team-a"), "kj:{p0}:building:team-a");
+  EXPECT_EQ(Keys::builders(0), "kj:{p0}:builders");
   EXPECT_STREQ(Keys::kGroup, "kjudged");
 }
 

@@ -62,6 +62,11 @@ struct Keys {
   static std::string gpu_clear(int partition, const std::string& node);  // kj:{p0}:gpuclear:<node> (admin: lift GPU quarantine)
   static std::string caps(int partition);                                // kj:{p0}:caps (hash tenant|* -> max running, cluster-wide)
   static std::string running(int partition, const std::string& tenant);  // kj:{p0}:running:<tenant> (zset: admitted entries)
+  // The shared build store (docs/operator-guide.md, *Build nodes*): only daemons read or write these.
+  static std::string artifact(int partition, const std::string& key);     // kj:{p0}:art:<key> (string: sha256 hex + artifact)
+  static std::string build_lease(int partition, const std::string& key);  // kj:{p0}:blease:<key> (string: owner, PX)
+  static std::string building(int partition, const std::string& tenant);  // kj:{p0}:building:<tenant> (zset: leases -> expiry ms)
+  static std::string builders(int partition);                             // kj:{p0}:builders (zset: build node -> expiry ms)
   static constexpr const char* kGroup = "kjudged";
 };
 
@@ -198,6 +203,11 @@ class Queue {
   std::vector<std::string> hand_back(const std::string& tenant, const std::string& consumer,
                                      const std::vector<std::string>& entry_ids, std::chrono::milliseconds lease,
                                      int lane = 0);
+  // Entries of one lane not yet acknowledged by the kjudged group, oldest first, at most `max`:
+  // from the group's oldest pending entry (or after its last delivered one). Build nodes look for
+  // work here without consuming it (they read no group).
+  std::vector<Delivery> unfinished(const std::string& tenant, int lane, std::size_t max);
+
   // Every entry pending on `consumer` (any tenant, any lane): a restarted daemon hands back its
   // previous incarnation's entries.
   std::vector<EntryRef> pending_of(const std::string& consumer);

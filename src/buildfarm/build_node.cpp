@@ -1,0 +1,277 @@
+#include "buildfarm/build_node.h"
+
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "kjsandbox/policy.h"
+#include "pipeline/kernelbench_prebuild.h"
+#include "pipeline/sandbox_watch.h"
+#include "pipeline/workspace.h"
+
+namespace kj::buildfarm {
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+kjqueue::Endpoint endpoint(const Config& cfg) {
+  kjqueue::Endpoint e;
+  e.url = cfg.redis.url;
+  e.username = cfg.redis.username;
+  e.password = cfg.redis.password;
+  return e;
+}
+
+unsigned node_cap(const QueueConfig& q, const std::string& t) {
+  if (auto it = q.tenants.find(t); it != q.tenants.end()) return it->second.max_running;
+  if (auto it = q.tenants.find("*"); it != q.tenants.end()) return it->second.max_running;
+  return 0;
+}
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// Waits up to `wait` for SIGTERM/SIGINT (true) while the loop idles; SIGHUP is ignored here.
+bool stop_signal_within(std::chrono::milliseconds wait) {
+  const sigset_t set = stop_signals();
+  timespec ts{0, static_cast<long>(wait.count()) * 1'000'000L};
+  const int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig == SIGTERM || sig == SIGINT;
+}
+
+}  // namespace
+
+BuildNode::Running::Running() : cancel_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+BuildNode::Running::~Running() {
+  if (cancel_fd >= 0) ::close(cancel_fd);
+}
+
+BuildNode::BuildNode(Config cfg) : cfg_(std::move(cfg)), store_(cfg_, RedisBuildStore::Role::Build) {}
+
+BuildNode::~BuildNode() {
+  for (auto& t : threads_)
+    if (t.t.joinable()) t.t.join();
+}
+
+int BuildNode::run() {
+  const sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // build threads inherit the mask; the loop takes them
+  prepare_state_dir(cfg_.state_dir);
+  std::string cg_log;
+  log::info("sandbox.cgroups_cleaned", {{"removed", kjsandbox::cleanup_stale_cgroups(&cg_log)}, {"detail", cg_log}});
+  kjqueue::Queue q(endpoint(cfg_), cfg_.redis.partition);
+  q.load_functions();
+  q.command({"DEL", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
+  if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
+  log::info("daemon.started", {{"node", cfg_.node}, {"role", "build"}, {"workers", cfg_.workers},
+                               {"redis", cfg_.redis.url}, {"lease_ms", cfg_.build.lease.count()}});
+  if (cfg_.kernelbench.cuda_arch_list.empty())  // no GPU here to ask: CUDA builds would get other keys than the GPU nodes'
+    log::warn("build.no_cuda_arch", {{"fix", "set [toolchain] cuda_arch (or [kernelbench] cuda_arch_list) to the "
+                                             "judging nodes' value, or their CUDA builds are never taken from here"}});
+  sd_notify(0, "READY=1\nSTATUS=building");
+  while (!drain_requested_ && !stop_signal_within(200ms)) {
+    try {
+      tick(q);
+    } catch (const std::exception& e) {
+      log::error("build.loop_failed", {{"error", e.what()}});
+      q = kjqueue::Queue(endpoint(cfg_), cfg_.redis.partition);
+      std::this_thread::sleep_for(500ms);
+    }
+  }
+  sd_notify(0, "STOPPING=1\nSTATUS=draining");
+  drain();
+  return 0;
+}
+
+void BuildNode::tick(kjqueue::Queue& q) {
+  const auto now = Clock::now();
+  if (now >= next_heartbeat_) {
+    heartbeat(q);
+    next_heartbeat_ = now + std::min({std::chrono::milliseconds(cfg_.heartbeat_ttl) / 3, cfg_.build.builder_ttl / 3,
+                                      std::chrono::milliseconds(2s)});
+  }
+  if (now >= next_renew_) {
+    store_.renew_held();
+    next_renew_ = now + cfg_.build.lease / 3;
+  }
+  if (now >= next_cancel_poll_) {
+    poll_cancels(q);
+    next_cancel_poll_ = now + cfg_.queue.cancel_poll;
+  }
+  if (watchdog_usec_ && now >= next_watchdog_) {  // the loop turns: tick() is only called from it
+    sd_notify(0, "WATCHDOG=1");
+    next_watchdog_ = now + std::chrono::microseconds(watchdog_usec_ / 2);
+  }
+  reap_threads();
+  // With slots free, a pass that found nothing to start is not repeated for half a second (it
+  // reads the streams); a build that ends frees a slot, looked at on the next turn.
+  if (now >= next_scan_ && free_slots() > 0 && dispatch(q) == 0) next_scan_ = now + 500ms;
+}
+
+void BuildNode::heartbeat(kjqueue::Queue& q) {
+  std::size_t busy;
+  {
+    std::lock_guard lk(mu_);
+    busy = running_.size();
+  }
+  const nlohmann::json info = {{"version", KJUDGE_VERSION}, {"role", "build"}, {"workers", cfg_.workers},
+                               {"busy", busy}, {"builds_done", builds_done_.load()}, {"pid", ::getpid()}};
+  q.heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
+  store_.announce_builder(cfg_.build.builder_ttl);
+  const auto drain = q.command({"EXISTS", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
+  drain_requested_ = !drain.empty() && drain.front() == "1";
+}
+
+std::vector<BuildNode::RunningPtr> BuildNode::running() {
+  std::lock_guard lk(mu_);
+  std::vector<RunningPtr> out;
+  for (auto& [k, r] : running_) out.push_back(r);
+  return out;
+}
+
+// A cancelled job's build is killed at once (its sandbox watches the eventfd); nothing is published.
+void BuildNode::poll_cancels(kjqueue::Queue& q) {
+  auto items = running();
+  if (items.empty()) return;
+  std::vector<std::tuple<std::string, std::string, std::string>> ask;
+  for (auto& r : items) ask.emplace_back(r->work.job.tenant(), r->work.job.job_id(), r->work.job.batch_id());
+  const auto flags = q.cancelled(ask);
+  for (std::size_t i = 0; i < flags.size() && i < items.size(); ++i) {
+    if (!flags[i] || items[i]->cancelled) continue;
+    items[i]->cancelled = true;
+    const std::uint64_t one = 1;
+    (void)!::write(items[i]->cancel_fd, &one, sizeof one);
+    log::info("build.cancel_requested", {{"job_id", items[i]->work.job.job_id()}, {"key", items[i]->work.key}});
+  }
+}
+
+bool BuildNode::under_cap(const std::string& tenant) {
+  const unsigned cap = node_cap(cfg_.queue, tenant);
+  return cap == 0 || per_tenant_[tenant] < cap;
+}
+
+// Free slots are filled round-robin over tenants (one build per tenant per round), each tenant's
+// best-scored build first; a build whose lease someone else took meanwhile is skipped.
+std::size_t BuildNode::free_slots() {
+  std::lock_guard lk(mu_);
+  return cfg_.workers > running_.size() ? cfg_.workers - running_.size() : 0;
+}
+
+std::size_t BuildNode::dispatch(kjqueue::Queue& q) {
+  std::size_t free = free_slots(), started = 0;
+  const auto tenants = q.tenants();
+  if (free == 0 || tenants.empty()) return 0;
+  std::map<std::string, std::vector<BuildWork>> found;
+  for (const auto& t : tenants) {
+    {
+      std::lock_guard lk(mu_);
+      if (!under_cap(t)) continue;
+    }
+    auto w = find_builds(q, store_, cfg_, t, free, settled_);
+    if (!w.empty()) found[t] = std::move(w);
+  }
+  for (bool any = true; free > 0 && any;) {
+    any = false;
+    for (std::size_t i = 0; i < tenants.size() && free > 0; ++i) {
+      auto it = found.find(tenants[(rr_ + i) % tenants.size()]);
+      if (it == found.end() || it->second.empty()) continue;
+      BuildWork w = std::move(it->second.front());
+      it->second.erase(it->second.begin());
+      any = true;
+      {
+        std::lock_guard lk(mu_);
+        if (running_.count(w.key) || !under_cap(w.job.tenant())) continue;
+      }
+      const BuildClaim c = store_.claim({w.key, w.job.tenant(), Clock::now(), std::nullopt, -1});
+      if (c.kind != BuildClaim::Leased) continue;
+      start(std::move(w));
+      --free;
+      ++started;
+    }
+    ++rr_;
+  }
+  return started;
+}
+
+void BuildNode::start(BuildWork work) {
+  auto r = std::make_shared<Running>();
+  r->work = std::move(work);
+  {
+    std::lock_guard lk(mu_);
+    running_[r->work.key] = r;
+    ++per_tenant_[r->work.job.tenant()];
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  threads_.push_back({std::thread([this, r, done] {
+                        build(r);
+                        {
+                          std::lock_guard lk(mu_);
+                          running_.erase(r->work.key);
+                          if (--per_tenant_[r->work.job.tenant()] == 0) per_tenant_.erase(r->work.job.tenant());
+                        }
+                        *done = true;
+                      }),
+                      done});
+}
+
+void BuildNode::build(const RunningPtr& r) {
+  const auto& job = r->work.job;
+  SandboxWatch watch;
+  watch.cancel_fd = r->cancel_fd;
+  SandboxWatchScope scope(&watch);
+  try {
+    const PrebuildOutcome o = prebuild_kernelbench(job, cfg_, store_);
+    ++builds_done_;
+    log::info("build.done", {{"job_id", job.job_id()}, {"tenant", job.tenant()}, {"key", r->work.key},
+                             {"verdict", o.verdict}, {"message", o.message}, {"seconds", o.seconds}});
+  } catch (const std::exception& e) {
+    store_.release(r->work.key);  // a judging node builds it, or another build node
+    log::error("build.failed", {{"job_id", job.job_id()}, {"key", r->work.key}, {"error", e.what()}});
+  }
+}
+
+// Joins the build threads that have finished.
+void BuildNode::reap_threads() {
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    if (!*it->done) {
+      ++it;
+      continue;
+    }
+    it->t.join();
+    it = threads_.erase(it);
+  }
+}
+
+void BuildNode::drain() {
+  log::info("daemon.draining", {{"role", "build"}, {"timeout_s", cfg_.queue.drain_timeout.count()}});
+  const auto until = Clock::now() + cfg_.queue.drain_timeout;
+  while (!running().empty() && Clock::now() < until) {
+    if (Clock::now() >= next_renew_) {
+      store_.renew_held();
+      next_renew_ = Clock::now() + cfg_.build.lease / 3;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  store_.withdraw_builder();
+  if (!running().empty()) {
+    for (auto& r : running()) store_.release(r->work.key);
+    log::warn("daemon.drain_timeout", {{"running", running().size()}});
+    std::fflush(nullptr);
+    ::_exit(0);
+  }
+  log::info("daemon.stopped", {{"role", "build"}, {"builds_done", builds_done_.load()}});
+}
+
+}  // namespace kj::buildfarm

@@ -1,0 +1,74 @@
+// kjudged --role build: a build-only node (no GPU). It looks for KernelBench-format jobs that need
+// a build on the tenants' job streams (buildfarm/build_scan.h), takes each build's lease in the
+// shared store, builds in its compile sandbox and publishes the artifact; the judging nodes take
+// it from there. Cancel markers kill a running build; deadlines, priority lanes with aging, the
+// per-node tenant cap ([tenants.<t>] max_running) and the cluster cap (kjudge admin cap, counted
+// over live build leases) apply as they do to judging. SIGTERM/SIGINT or `kjudge admin drain`
+// drain: no new builds, running ones finish up to queue.drain_timeout_ms, then their leases go
+// back. systemd: READY=1 once Redis answered, WATCHDOG=1 from the loop, STOPPING=1 on drain.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "buildfarm/build_scan.h"
+#include "buildfarm/redis_build_store.h"
+#include "common/config.h"
+#include "kjqueue/queue.h"
+
+namespace kj::buildfarm {
+
+class BuildNode {
+ public:
+  explicit BuildNode(Config cfg);
+  ~BuildNode();
+  int run();
+
+ private:
+  struct Running {
+    Running();
+    ~Running();
+    BuildWork work;
+    int cancel_fd = -1;
+    bool cancelled = false;
+  };
+  using RunningPtr = std::shared_ptr<Running>;
+
+  void tick(kjqueue::Queue& q);
+  void heartbeat(kjqueue::Queue& q);
+  void poll_cancels(kjqueue::Queue& q);
+  std::size_t dispatch(kjqueue::Queue& q);  // builds started
+  std::size_t free_slots();
+  bool under_cap(const std::string& tenant);  // mu_ held
+  void start(BuildWork work);
+  void build(const RunningPtr& r);
+  void reap_threads();
+  void drain();
+  std::vector<RunningPtr> running();
+
+  Config cfg_;
+  RedisBuildStore store_;
+  Settled settled_;
+  std::mutex mu_;
+  std::map<std::string, RunningPtr> running_;  // content key -> build
+  std::map<std::string, unsigned> per_tenant_;
+  struct Thread {
+    std::thread t;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Thread> threads_;
+  std::atomic<std::uint64_t> builds_done_{0};
+  std::chrono::steady_clock::time_point next_heartbeat_{}, next_renew_{}, next_cancel_poll_{}, next_watchdog_{},
+      next_scan_{};
+  std::uint64_t watchdog_usec_ = 0;
+  bool drain_requested_ = false;  // kjudge admin drain <node>
+  unsigned rr_ = 0;  // round-robin start over tenants
+};
+
+}  // namespace kj::buildfarm

@@ -1,0 +1,100 @@
+#include "buildfarm/build_scan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <variant>
+
+#include "common/log.h"
+#include "daemon/job_clock.h"
+#include "pipeline/judge.h"
+#include "pipeline/kernelbench_build.h"
+#include "pipeline/validate.h"
+
+namespace kj::buildfarm {
+namespace v1 = kjudge::v1;
+using kjqueue::Keys;
+
+namespace {
+
+constexpr std::size_t kSettledMax = 200'000;
+
+double entry_ms(const std::string& entry_id) {
+  try {
+    return std::stod(entry_id.substr(0, entry_id.find('-')));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+double now_ms() {
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// The decoded job when the entry is a KernelBench-format job a judging node would build.
+std::optional<v1::Job> kernelbench_job(const kjqueue::Delivery& d, const Config& cfg) {
+  auto decoded = decode_for_judge(d.payload, d.tenant, cfg.limits, cfg.testing);
+  auto* job = std::get_if<v1::Job>(&decoded);
+  if (!job || job->task_case() != v1::Job::kKernelbench || validate_job(*job, cfg.limits)) return std::nullopt;
+  if (!d.job_id.empty() && d.job_id != job->job_id()) return std::nullopt;
+  return std::move(*job);
+}
+
+// No build wanted, ever: no job of ours, a result, a cancel, a passed deadline, an artifact.
+bool finished(kjqueue::Queue& q, const v1::Job& job, const kjqueue::Delivery& d) {
+  if (deadline_passed(job, now_timestamp())) return true;
+  const auto exists = q.command({"EXISTS", Keys::result(d.partition, d.tenant, job.job_id())});
+  if (!exists.empty() && exists.front() && *exists.front() != "0") return true;
+  const auto c = q.cancelled({{d.tenant, job.job_id(), d.batch_id.empty() ? job.batch_id() : d.batch_id}});
+  return !c.empty() && c.front();
+}
+
+}  // namespace
+
+void Settled::add(const std::string& entry) {
+  if (done_.size() >= kSettledMax) done_.clear();  // bounded: a cleared entry is only looked at again
+  done_.insert(entry);
+  keys_.erase(entry);
+}
+
+const std::string* Settled::key_of(const std::string& entry) const {
+  auto it = keys_.find(entry);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
+void Settled::remember(const std::string& entry, const std::string& key) {
+  if (keys_.size() >= kSettledMax) keys_.clear();
+  keys_[entry] = key;
+}
+
+std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, const Config& cfg,
+                                   const std::string& tenant, std::size_t want, Settled& settled) {
+  std::vector<BuildWork> out;
+  const double now = now_ms(), aging = static_cast<double>(cfg.queue.priority_aging.count());
+  for (int lane : kjqueue::kLanes) {
+    for (const auto& d : q.unfinished(tenant, lane, cfg.build.scan_max)) {
+      const std::string entry = Keys::jobs(d.partition, tenant, lane) + "/" + d.entry_id;
+      if (settled.has(entry)) continue;
+      if (const std::string* known = settled.key_of(entry); known && store.taken(*known)) continue;
+      auto job = kernelbench_job(d, cfg);
+      if (!job || finished(q, *job, d)) {
+        log::debug("build.settled", {{"entry", entry}, {"job", job.has_value()}});
+        settled.add(entry);
+        continue;
+      }
+      std::string key = kernelbench_build_key(*job, cfg);
+      settled.remember(entry, key);
+      if (store.taken(key)) {  // built, or being built: looked at again while it has no result
+        log::debug("build.taken", {{"job_id", job->job_id()}, {"key", key}});
+        continue;
+      }
+      out.push_back({std::move(*job), std::move(key), entry, lane * aging + (now - entry_ms(d.entry_id))});
+    }
+  }
+  log::debug("build.scan", {{"tenant", tenant}, {"found", out.size()}, {"settled", settled.size()}});
+  std::stable_sort(out.begin(), out.end(), [](const BuildWork& a, const BuildWork& b) { return a.score > b.score; });
+  if (out.size() > want) out.resize(want);
+  return out;
+}
+
+}  // namespace kj::buildfarm

@@ -1,0 +1,47 @@
+// Where a build node finds work: the tenants' job streams themselves, read without a consumer
+// group (the judging nodes' group keeps the entries). An entry needs a build when it is a valid
+// KernelBench-format job with no result yet, not cancelled, before its deadline, and nobody has
+// an artifact or a lease for its build's content key.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "buildfarm/redis_build_store.h"
+#include "common/config.h"
+#include "kjqueue/queue.h"
+#include "kjudge/v1/job.pb.h"
+
+namespace kj::buildfarm {
+
+struct BuildWork {
+  kjudge::v1::Job job;
+  std::string key;     // the build's content key
+  std::string entry;   // "<stream>/<entry id>"
+  double score = 0;    // lane x priority_aging + time waited (ms): highest first, as kj_fetch orders
+};
+
+// What earlier passes learnt, so later ones decode less: entries that never need a build (no
+// KernelBench job, a result, a cancel, a passed deadline), and each entry's content key (an entry
+// whose key is built or being built is skipped without decoding its job). Bounded.
+class Settled {
+ public:
+  bool has(const std::string& entry) const { return done_.count(entry) > 0; }
+  void add(const std::string& entry);
+  std::size_t size() const { return done_.size(); }
+  const std::string* key_of(const std::string& entry) const;
+  void remember(const std::string& entry, const std::string& key);
+
+ private:
+  std::set<std::string> done_;
+  std::map<std::string, std::string> keys_;
+};
+
+// At most `want` of the tenant's entries that need a build, best score first.
+std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, const Config& cfg,
+                                   const std::string& tenant, std::size_t want, Settled& settled);
+
+}  // namespace kj::buildfarm
