@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/runtime_dir.h"
 #include "kjqueue/queue.h"
+#include "kjsandbox/policy.h"
 #include "pipeline/harness_step.h"
 #include "pipeline/judge.h"
 #include "pipeline/validate.h"
@@ -36,6 +37,17 @@ std::string default_redis_url() {
 // kjudge eval without a config judges in a fresh state dir of its own but shares the dev daemon's
 // cache (builds, precompiled headers, baselines): <state>/cache is a link to it, so a second eval
 // of the same candidate replays its build instead of compiling for a minute.
+// Job cgroups of its own, as kjudged makes them (cgroup v2 from a shell: a subtree beside the
+// shell's cgroup, which holds processes and so cannot delegate), or no judging: every job would
+// end INFRA_ERROR. Several evals at once each make their own.
+bool eval_cgroups_ready() {
+  const auto cg = kjsandbox::setup_cgroups({.own_subtree = true, .command_line = {}});
+  if (cg.ok) return true;
+  std::cerr << "kjudge eval cannot create job cgroups: " << cg.error << "\n";
+  if (!cg.fix.empty()) std::cerr << "  fix: " << cg.fix << "\n";
+  return false;
+}
+
 void share_dev_cache(kj::Config& cfg) {
   const auto cache = kj::dev_state_dir() / "cache";
   std::filesystem::create_directories(cache);
@@ -282,6 +294,7 @@ int main(int argc, char** argv) {
       kj::Config cfg = kj::load_config(config_file ? std::optional<std::filesystem::path>(*config_file) : std::nullopt);
       if (!config_file) cfg.state_dir = std::filesystem::temp_directory_path() / ("kjudge-eval-" + std::to_string(::getpid()));
       const v1::Job job = kj::cli::build_job(eval_spec);
+      if (!eval_cgroups_ready()) return kj::cli::kExitInfraError;
       kj::prepare_state_dir(cfg.state_dir);
       // torch imports in the background while the job builds: its candidate starts without one
       if (job.task_case() == v1::Job::kKernelbench) kj::start_harness_zygote(cfg);

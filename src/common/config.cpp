@@ -62,25 +62,15 @@ std::optional<std::string> string_key(const toml::table& t, const std::string& n
   throw std::runtime_error(name + " must be a string, not a " + type_of(*n));
 }
 
-void take_bounded(const toml::table& t, std::string_view section, std::string_view key, std::uint64_t& out,
+template <typename Int>
+void take_bounded(const toml::table& t, std::string_view section, std::string_view key, Int& out,
                   std::int64_t min, std::int64_t max, std::string_view what) {
   const std::string name = std::string(section) + "." + std::string(key);
   if (auto v = int_key(t, name, key)) {
     if (*v < min || *v > max)
       throw std::runtime_error(name + " must be " + std::string(what) + " in " + std::to_string(min) + ".." +
                                std::to_string(max) + ", not " + std::to_string(*v));
-    out = static_cast<std::uint64_t>(*v);
-  }
-}
-
-void take_bounded(const toml::table& t, std::string_view section, std::string_view key, std::int64_t& out,
-                  std::int64_t min, std::int64_t max, std::string_view what) {
-  const std::string name = std::string(section) + "." + std::string(key);
-  if (auto v = int_key(t, name, key)) {
-    if (*v < min || *v > max)
-      throw std::runtime_error(name + " must be " + std::string(what) + " in " + std::to_string(min) + ".." +
-                               std::to_string(max) + ", not " + std::to_string(*v));
-    out = *v;
+    out = static_cast<Int>(*v);
   }
 }
 
