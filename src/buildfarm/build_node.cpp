@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/redis_endpoint.h"
 #include "kjsandbox/policy.h"
 #include "pipeline/kernelbench_prebuild.h"
 #include "pipeline/sandbox_watch.h"
@@ -19,14 +20,6 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
-
-kjqueue::Endpoint endpoint(const Config& cfg) {
-  kjqueue::Endpoint e;
-  e.url = cfg.redis.url;
-  e.username = cfg.redis.username;
-  e.password = cfg.redis.password;
-  return e;
-}
 
 unsigned node_cap(const QueueConfig& q, const std::string& t) {
   if (auto it = q.tenants.find(t); it != q.tenants.end()) return it->second.max_running;
@@ -71,7 +64,7 @@ int BuildNode::run() {
   prepare_state_dir(cfg_.state_dir);
   std::string cg_log;
   log::info("sandbox.cgroups_cleaned", {{"removed", kjsandbox::cleanup_stale_cgroups(&cg_log)}, {"detail", cg_log}});
-  kjqueue::Queue q(endpoint(cfg_), cfg_.redis.partition);
+  kjqueue::Queue q(redis_endpoint(cfg_.redis), cfg_.redis.partition);
   q.load_functions();
   q.command({"DEL", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
   if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
@@ -86,7 +79,7 @@ int BuildNode::run() {
       tick(q);
     } catch (const std::exception& e) {
       log::error("build.loop_failed", {{"error", e.what()}});
-      q = kjqueue::Queue(endpoint(cfg_), cfg_.redis.partition);
+      q = kjqueue::Queue(redis_endpoint(cfg_.redis), cfg_.redis.partition);
       std::this_thread::sleep_for(500ms);
     }
   }

@@ -8,6 +8,8 @@
 
 #include "buildfarm/artifact.h"
 #include "common/log.h"
+#include "common/prometheus_text.h"
+#include "common/redis_endpoint.h"
 
 namespace kj::buildfarm {
 using Clock = std::chrono::steady_clock;
@@ -59,9 +61,7 @@ struct RedisBuildStore::Pooled {
 RedisBuildStore::RedisBuildStore(const Config& cfg, Role role)
     : partition_(cfg.redis.partition), build_(cfg.build), node_(cfg.node), owner_(owner_id(cfg.node)), role_(role),
       local_max_(cfg.build.local_max < 0 ? static_cast<int>(cfg.workers) : cfg.build.local_max) {
-  endpoint_.url = cfg.redis.url;
-  endpoint_.username = cfg.redis.username;
-  endpoint_.password = cfg.redis.password;
+  endpoint_ = redis_endpoint(cfg.redis);
 }
 
 RedisBuildStore::Pooled RedisBuildStore::borrow() {
@@ -252,19 +252,15 @@ void RedisBuildStore::withdraw_builder() {
 
 std::string RedisBuildStore::render_metrics() const {
   std::string out;
-  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
-           std::to_string(v) + "\n";
-  };
+  auto counter = [&](const char* name, const char* help, std::uint64_t v) { append_metric(out, "counter", name, help, v); };
   counter("kjudge_builds_fetched_total", "KernelBench builds taken from the shared store", fetched_);
   counter("kjudge_builds_leased_total", "build leases taken (builds made here for the store)", leased_);
   counter("kjudge_builds_published_total", "artifacts stored", published_);
   counter("kjudge_builds_publish_failed_total", "artifacts Redis refused (memory, connection)", publish_failed_);
   counter("kjudge_builds_rejected_total", "stored artifacts that failed verification (deleted, rebuilt)", rejected_);
   counter("kjudge_builds_wait_gave_up_total", "waits for another node's build that reached their bound", gave_up_);
-  out += "# HELP kjudge_builds_wait_seconds_total time jobs waited for the shared store\n"
-         "# TYPE kjudge_builds_wait_seconds_total counter\nkjudge_builds_wait_seconds_total " +
-         std::to_string(static_cast<double>(wait_ms_.load()) / 1000.0) + "\n";
+  append_metric(out, "counter", "kjudge_builds_wait_seconds_total", "time jobs waited for the shared store",
+                static_cast<double>(wait_ms_.load()) / 1000.0);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "common/log.h"
+#include "common/redis_endpoint.h"
 #include "daemon/job_clock.h"
 #include "kjsandbox/policy.h"
 #include "pipeline/gpu_lock.h"
@@ -32,18 +33,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-kjqueue::Endpoint endpoint(const Config& cfg) {
-  kjqueue::Endpoint e;
-  e.url = cfg.redis.url;
-  e.username = cfg.redis.username;
-  e.password = cfg.redis.password;
-  return e;
-}
-
 // Each slot thread keeps its own connection (hiredis contexts are not thread-safe).
 kjqueue::Queue& slot_queue(const Config& cfg) {
   thread_local std::unique_ptr<kjqueue::Queue> q;
-  if (!q) q = std::make_unique<kjqueue::Queue>(endpoint(cfg), cfg.redis.partition);
+  if (!q) q = std::make_unique<kjqueue::Queue>(redis_endpoint(cfg.redis), cfg.redis.partition);
   return *q;
 }
 
@@ -123,7 +116,7 @@ int Daemon::run() {
     const int removed = kjsandbox::cleanup_stale_cgroups(&cg_log);
     log::info("sandbox.cgroups_cleaned", {{"removed", removed}, {"detail", cg_log}});
   }
-  loop_queue_ = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
+  loop_queue_ = std::make_unique<kjqueue::Queue>(redis_endpoint(cfg_.redis), cfg_.redis.partition);
   loop_queue_->load_functions();
   // A previous incarnation of this node (crash, SIGKILL) may have left entries pending on our
   // consumer name: hand them back at once so any node's reaper takes them now, not after a lease.
@@ -575,7 +568,7 @@ void Daemon::fetch_loop() {
   while (!stopping_) {
     fetch_tick_ms_ = steady_ms();
     try {
-      if (!q) q = std::make_unique<kjqueue::Queue>(endpoint(cfg_), cfg_.redis.partition);
+      if (!q) q = std::make_unique<kjqueue::Queue>(redis_endpoint(cfg_.redis), cfg_.redis.partition);
       const auto now = Clock::now();
       if (now >= next_caps) {
         cluster_capped.clear();

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/prometheus_text.h"
+
 namespace kj {
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -37,12 +39,8 @@ void Metrics::count_verdict(const std::string& tenant, const std::string& verdic
 
 std::string Metrics::render(const std::map<std::string, TenantGauge>& tenants, bool ready) const {
   std::string o;
-  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
-    o += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
-  };
-  auto gauge = [&](const char* name, const char* help, double v) {
-    o += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, v);
-  };
+  auto counter = [&](const char* name, const char* help, std::uint64_t v) { append_metric(o, "counter", name, help, v); };
+  auto gauge = [&](const char* name, const char* help, double v) { append_metric(o, "gauge", name, help, v); };
   counter("kjudge_deliveries_total", "Queue entries taken by this node (new and reclaimed).", deliveries);
   counter("kjudge_redeliveries_total", "Entries this node's reaper claimed after another consumer's lease ran out.", redeliveries);
   counter("kjudge_dead_letters_total", "Jobs this node dead-lettered with an INFRA_ERROR result.", dead_letters);
