@@ -87,6 +87,11 @@ def resumed(lib):
     os.environ.clear()
     os.environ.update(kv.split("=", 1) for kv in env if "=" in kv)
     sys.path[:] = [IN_SANDBOX if p == host_dir else p for p in sys.path]
+    # packages imported from the host path find their submodules through __path__, not sys.path
+    for module in list(sys.modules.values()):
+        paths = getattr(module, "__path__", None)
+        if host_dir and isinstance(paths, list):
+            paths[:] = [IN_SANDBOX + p[len(host_dir):] if p.startswith(host_dir + "/") else p for p in paths]
     # what an interpreter's own start-up sets (the sandbox reset every handler to the default)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
