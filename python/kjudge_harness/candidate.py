@@ -111,6 +111,11 @@ def run(request, report):
             # process's copy-on-write pages, checked here
             before = InputSnapshot(values) if device.type == "cpu" else None
             poison(device, entry.get("output_nbytes", 0))
+            if device.type == "cuda":
+                # the call starts on an idle device: work a candidate puts on a side stream of its
+                # own must not race the poison fill (its output would be NaN, INCORRECT rather
+                # than the CHEAT the timing stage names)
+                torch.cuda.synchronize(device)
             out = model(*values)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)

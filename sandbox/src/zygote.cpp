@@ -650,6 +650,16 @@ void register_resume_zygote(const std::string& name, std::vector<std::string> ar
   if (g_enabled) ensure_ready(*c);  // its start-up (an interpreter's imports) begins now
 }
 
+bool wait_resume_zygote(const std::string& name, std::chrono::milliseconds timeout) {
+  Client* c = g_enabled ? resume_client(name) : nullptr;
+  if (!c) return false;
+  if (ensure_ready(*c)) return true;
+  std::unique_lock lock(c->mu);
+  if (c->owner != ::getpid()) return false;  // a forked copy: no keeper of its own to wait for
+  c->cv.wait_for(lock, timeout, [&] { return c->state != State::Starting; });
+  return c->state == State::Ready;
+}
+
 ZygoteReply zygote_launch(const ZygoteRequest& rq) {
   if (!g_enabled) return {};
   if (!rq.policy->resume_in.empty()) {

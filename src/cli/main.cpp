@@ -296,8 +296,11 @@ int main(int argc, char** argv) {
       const v1::Job job = kj::cli::build_job(eval_spec);
       if (!eval_cgroups_ready()) return kj::cli::kExitInfraError;
       kj::prepare_state_dir(cfg.state_dir);
-      // torch imports in the background while the job builds: its candidate starts without one
-      if (job.task_case() == v1::Job::kKernelbench) kj::start_harness_zygote(cfg);
+      // One interpreter imports torch for every role of the job (the build's, the candidate's);
+      // roles exec'd while it starts would each import it again. Without it, they still run.
+      if (job.task_case() == v1::Job::kKernelbench && cfg.kernelbench.zygote &&
+          !kj::await_harness_zygote(cfg, std::chrono::seconds(90)))
+        std::cerr << "kjudge eval: the harness zygote is not serving; every role imports torch itself\n";
       if (!config_file) share_dev_cache(cfg);
       const v1::Result r = kj::judge(job, kj::JudgeContext{cfg, cfg.node + "/local"});
       std::error_code ec;

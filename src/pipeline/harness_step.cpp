@@ -73,6 +73,10 @@ bool start_harness_zygote(const Config& cfg) {
   return registered;
 }
 
+bool await_harness_zygote(const Config& cfg, std::chrono::milliseconds timeout) {
+  return start_harness_zygote(cfg) && kjsandbox::wait_resume_zygote(kHarnessZygote, timeout);
+}
+
 HarnessStep run_harness(const Config& cfg, const HarnessRun& run) {
   const fs::path req = run.job_dir / (run.role + "_request.json");
   const fs::path rep = run.job_dir / (run.role + "_report.json");

@@ -3,6 +3,7 @@
 // parsed, never trusted beyond its fields, and only read when the process exited normally.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ HarnessStep run_harness(const Config& cfg, const HarnessRun& run);
 // Starts the harness zygote (python/kjudge_harness/zygote.py) unless [kernelbench] zygote is off
 // or its library is missing; run_harness resumes roles from it once it is up. Idempotent.
 bool start_harness_zygote(const Config& cfg);
+// Starts it and waits up to `timeout` for it to serve (a one-shot `kjudge eval`: every role is
+// then resumed, none imports torch itself); false when it is off or did not come up in time.
+bool await_harness_zygote(const Config& cfg, std::chrono::milliseconds timeout);
 
 // The sandbox policy of a harness process (run.request and run.role unused): the slot's policy,
 // the harness bound at kHarnessInSandbox, the interpreter's environment. Also the trusted worker's.

@@ -46,6 +46,10 @@ void set_zygote_enabled(bool enabled);
 void register_resume_zygote(const std::string& name, std::vector<std::string> argv,
                             std::map<std::string, std::string> env,
                             std::chrono::milliseconds start_timeout = std::chrono::seconds(120));
+// Waits up to `timeout` for the resume zygote `name` to be ready; false when it is not (not
+// registered, failed to start, or still starting). A one-shot caller (`kjudge eval`) waits so that
+// every run it makes is resumed, instead of racing the zygote's start-up with exec'd runs.
+bool wait_resume_zygote(const std::string& name, std::chrono::milliseconds timeout);
 
 struct LaunchStats {
   std::uint64_t via_zygote = 0;  // runs cloned by the zygote (a resume zygote's included)
