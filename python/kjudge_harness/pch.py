@@ -2,13 +2,41 @@
 built with exactly the flags load_inline uses (read from the build.ninja it writes), one variant
 per optimisation level in a .gch directory (GCC tries each). Takes a C++ load_inline build
 from ~17-26 s to ~7-12 s on a 2-core machine."""
+import inspect
 import os
 import shlex
 import subprocess
 
+import torch
 import torch.utils.cpp_extension as cpp_extension
 
 VARIANTS = {"O0": [], "O2": ["-O2"], "O3": ["-O3"]}
+
+
+def call_private(fn, **known):
+    """Calls one of torch's private cpp_extension helpers across torch versions: arguments it no
+    longer takes are dropped, and ones added since (torch 2.6's extra_sycl_cflags, with_sycl...)
+    get their off value ([] for extra_*, False for with_*). Anything else it requires is an error."""
+    params = inspect.signature(fn).parameters
+    args = {k: v for k, v in known.items() if k in params}
+    for name, p in params.items():
+        if name in args or p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if name.startswith("extra_"):
+            args[name] = []
+        elif name.startswith("with_"):
+            args[name] = False
+        else:
+            raise TypeError(f"{fn.__name__} of torch {torch.__version__} needs {name!r}, which kjudge does not know")
+    return fn(**args)
+
+
+def include_paths(with_cuda):
+    """cpp_extension.include_paths: a bool `cuda` before torch 2.6, a `device_type` string since."""
+    first = next(iter(inspect.signature(cpp_extension.include_paths).parameters), "")
+    if first == "device_type":
+        return cpp_extension.include_paths("cuda" if with_cuda else "cpu")
+    return cpp_extension.include_paths(with_cuda)
 
 
 def run(request, report):
@@ -19,16 +47,17 @@ def run(request, report):
     src = os.path.join(probe, "main.cpp")
     with open(src, "w") as f:
         f.write("#include <torch/extension.h>\n")
-    cpp_extension._write_ninja_file_to_build_library(
-        path=os.path.join(probe, "build.ninja"), name="kjudge_pch", sources=[src], extra_cflags=[],
-        extra_cuda_cflags=[], extra_ldflags=[], extra_include_paths=[], with_cuda=with_cuda, is_standalone=False)
+    call_private(cpp_extension._write_ninja_file_to_build_library,
+                 path=os.path.join(probe, "build.ninja"), name="kjudge_pch", sources=[src], extra_cflags=[],
+                 extra_cuda_cflags=[], extra_ldflags=[], extra_include_paths=[], with_cuda=with_cuda,
+                 is_standalone=False)
     cflags = []
     with open(os.path.join(probe, "build.ninja")) as f:
         for line in f:
             if line.startswith("cflags = "):
                 cflags = [a for a in shlex.split(line[len("cflags = "):]) if not a.startswith("-DTORCH_EXTENSION_NAME=")]
     header = None
-    for inc in cpp_extension.include_paths(with_cuda):
+    for inc in include_paths(with_cuda):
         if os.path.exists(os.path.join(inc, "torch", "extension.h")):
             header = os.path.join(inc, "torch", "extension.h")
             break
