@@ -13,6 +13,7 @@
 #include "pipeline/compare.h"
 #include "pipeline/dtype.h"
 #include "pipeline/engine_checks.h"
+#include "pipeline/compile_diagnostics.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/inputs.h"
 #include "pipeline/pipeline_util.h"
@@ -99,6 +100,7 @@ std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const T
     step = run_runner(ctx.config, p.dir, {}, req, b.compile_ms, b.output_bytes, tc.gpu_profile);
     log = step.runner ? step.runner->build_log() : step.sandbox.stderr_data;
   }
+  log = without_sandbox_paths(log);  // the candidate's file as it named it, not the sandbox's /job/
   bool cut = false;
   const std::string shown = truncate_log(log, cut);
   if (report) {
@@ -106,7 +108,7 @@ std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const T
     report->set_log_truncated(cut || step.sandbox.stderr_truncated);
     report->set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  auto d = decide_build(step, p.who);
+  auto d = decide_build(step, p.who, log);
   if (report) report->set_ok(!d.has_value());
   if (!d && cacheable && fs::exists(p.dir / artifact)) {
     // publish atomically: write into a private temp dir, then rename it into place (first wins)

@@ -1,5 +1,7 @@
 #include "pipeline/verdict.h"
 
+#include "pipeline/compile_diagnostics.h"
+
 #include <fmt/format.h>
 
 #include <csignal>
@@ -42,7 +44,7 @@ std::optional<Decision> decide_infra(const StepOutcome& step, const char* what) 
 
 }  // namespace
 
-std::optional<Decision> decide_build(const StepOutcome& step, Party who) {
+std::optional<Decision> decide_build(const StepOutcome& step, Party who, const std::string& log) {
   const auto& s = step.sandbox;
   if (auto d = decide_infra(step, "build")) return d;
   switch (s.outcome) {
@@ -62,10 +64,14 @@ std::optional<Decision> decide_build(const StepOutcome& step, Party who) {
                    fmt::format("{} build was killed by {}", party_name(who), signal_name(s.signal)));
     case Outcome::Exited: break;
   }
+  const auto first_error = first_compile_error(log);
   if (step.runner && !step.runner->ok())
-    return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who), step.runner->error()));
+    return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who),
+                                                     first_error ? describe(*first_error) : step.runner->error()));
   if (s.exit_code != 0)
-    return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not compile (exit code {})", party_name(who), s.exit_code));
+    return blame(who, v1::COMPILE_ERROR,
+                 first_error ? fmt::format("{} does not compile: {}", party_name(who), describe(*first_error))
+                             : fmt::format("{} does not compile (exit code {})", party_name(who), s.exit_code));
   return std::nullopt;
 }
 

@@ -39,7 +39,8 @@ enum class Party { Candidate, Reference };
 
 // nullopt: the build succeeded. A failing candidate build is COMPILE_ERROR (also when it hits a
 // limit: template bombs are the candidate's fault); a failing reference is INVALID_JOB.
-std::optional<Decision> decide_build(const StepOutcome& step, Party who);
+// `log`: the compiler's output; a failed compile's message names its first error and where.
+std::optional<Decision> decide_build(const StepOutcome& step, Party who, const std::string& log = {});
 
 // A device fault in an error text (CUDA_FAULT rather than RUNTIME_ERROR): the driver's names and
 // PyTorch's wording both; API misuse and out-of-memory are not faults.
