@@ -13,7 +13,7 @@ import torch
 from kjudge_harness import inputs as kin
 from kjudge_harness import timing
 
-from . import compare, transport, wire
+from . import compare, roofline, transport, wire
 from .gpu_lock import GpuLock
 from .problems import finite, nbytes
 
@@ -50,10 +50,10 @@ class JobError(Exception):
 
 
 class Job:
-    def __init__(self, request, problem, cache, device, lock_path, heavy):
+    def __init__(self, request, problem, cache, device, lock_path, heavy, peaks=None):
         self.id = request["job_id"]
         self.request, self.problem, self.cache, self.device = request, problem, cache, device
-        self.lock_path, self.heavy = lock_path, heavy
+        self.lock_path, self.heavy, self.peaks = lock_path, heavy, peaks
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
                         "protocol_errors": [], "transport_errors": [], "worker_faults": []}
@@ -101,7 +101,19 @@ class Job:
             self.audits = self.audits[:1]  # the candidate keeps each audited output until its loop ends
         timing_cfg["audit_calls"] = self.audits
         return {"sets": public, "pool": self.pool, "audits": self.audits, "init_inputs": self.problem.init_inputs,
-                "candidate_device_bytes": self.candidate_bytes()}
+                "candidate_device_bytes": self.candidate_bytes(), "roofline": self.roofline()}
+
+    def roofline(self):
+        """The problem's least work per call (kept with the problem) and the device's peaks, for
+        the fraction-of-peak figure (roofline.py); None off a GPU or without a declared set."""
+        if self.peaks is None or not self.specs or "skipped" in self.specs[0]:
+            return None
+        if self.problem.work is None:
+            values, out = self.set_values(self.specs[0])
+            with GpuLock(self.lock_path, shared=True), self.problem.lock:
+                self.problem.work = roofline.work_of(self.problem.model, values, out)
+        peaks = self.peaks.get(self.problem.dtype)
+        return {**self.problem.work, **peaks} if peaks else None
 
     def timing_pool(self, wanted):
         """The sets the timed loop rotates through: as many as the pool's share of device memory

@@ -44,6 +44,7 @@ class Problem:
         self.model = (model.to(self.dtype) if self.dtype != torch.float32 else model).eval()
         self.lock = threading.Lock()  # one set at a time through the reference (its RNG, its buffers)
         self.bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        self.work = None  # roofline.work_of, once the first job asks (it runs the reference once more)
 
     def make_set(self, seed, transform):
         """(inputs, expected output): inputs generated on the device under `seed`."""

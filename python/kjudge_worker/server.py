@@ -13,7 +13,7 @@ import torch
 
 from kjudge_harness import node_identity
 
-from . import problems, transport
+from . import problems, roofline, transport
 from .job import Heavy, Job, JobError
 
 
@@ -34,6 +34,7 @@ class Worker:
         self.heavy = threading.RLock()
         self.cache = problems.Cache(int(total * cache_fraction))
         self.lock_path = lock_path if self.device.type == "cuda" else ""
+        self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
         self.jobs = {}
         self.jobs_lock = threading.Lock()
         self.idle_seconds = idle_seconds
@@ -77,7 +78,7 @@ class Worker:
             self.cache.put(("problem", key), problem, problem.bytes)
         phases["reference_init"] = time.perf_counter() - t0
         job = Job(req, problem, self.cache, self.device, self.lock_path,
-                  Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device))
+                  Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device), self.peaks)
         with self.heavy:
             report = job.prepare()
             transport.release_cached(self.device)

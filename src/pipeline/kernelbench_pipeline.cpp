@@ -21,6 +21,7 @@
 #include "pipeline/kernelbench_baseline_cache.h"
 #include "pipeline/kernelbench_build.h"
 #include "pipeline/kernelbench_checks.h"
+#include "pipeline/kernelbench_roofline.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sandbox_profiles.h"
@@ -376,6 +377,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
       if (perf->has_compiled_baseline())
         perf->set_speedup_vs_compiled(pick(perf->compiled_baseline()) / pick(perf->candidate()));
     }
+    set_roofline(*perf, orep.value("roofline", json()));
   }
   if (integrity) return fail(*integrity);
   if (illegal) return fail(*illegal);

@@ -120,13 +120,14 @@ def print_summary(summary, modes, ps, ks, file=sys.stdout):
         return "-" if v is None else ("%.1f%%" % (100 * v) if pct else "%.3g" % v)
 
     labels = (["samples", "compile rate", "correctness rate"] + ["fast_%g" % p for p in ps] +
-              ["pass@%d" % k for k in ks] + ["avg@%d" % k for k in ks] + ["geomean speedup"])
+              ["pass@%d" % k for k in ks] + ["avg@%d" % k for k in ks] + ["geomean speedup", "fraction of peak"])
     cols = []
     for m in modes:
         a = summary[m]["overall"]
         cols.append([str(a["samples"]), f(a["compile_rate"]), f(a["correct_rate"])] +
                     [f(a["fast_p"]["%g" % p]) for p in ps] + [f(a["pass_at_k"][str(k)]) for k in ks] +
-                    [f(a["avg_at_k"][str(k)]) for k in ks] + [f(a["geomean_speedup"], pct=False)])
+                    [f(a["avg_at_k"][str(k)]) for k in ks] + [f(a["geomean_speedup"], pct=False),
+                                                              f(a["mean_peak_fraction"])])
     print("%-20s" % "" + "".join("%12s" % m for m in modes), file=file)
     for i, label in enumerate(labels):
         print("%-20s" % label + "".join("%12s" % c[i] for c in cols), file=file)

@@ -26,7 +26,7 @@ def _metric_rows(overall_by_mode, ps, ks):
     rows += [("pass@%d" % k, ("pass_at_k", str(k)), True) for k in ks]
     rows += [("avg@%d" % k, ("avg_at_k", str(k)), True) for k in ks]
     rows += [("geomean speedup (correct)", "geomean_speedup", False),
-             ("bandwidth / peak (mean)", "mean_bandwidth_fraction", True)]
+             ("fraction of peak (mean)", "mean_peak_fraction", True)]
     out = []
     for label, key, pct in rows:
         cells = []

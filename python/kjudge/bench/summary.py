@@ -17,6 +17,15 @@ from kjudge.v1 import verdict_pb2
 COUNTED = FAILURES | CHEATS | {"OK"}
 
 
+def peak_fraction(perf):
+    """The candidate's share of the device's roofline: the judge's peak_fraction (KernelBench jobs:
+    bytes and the reference's FLOPs against measured peaks), else achieved / measured bandwidth
+    (native jobs); None where the judge reported neither (the cpu backend)."""
+    if perf.peak_fraction > 0:
+        return perf.peak_fraction
+    return perf.achieved_gbps / perf.peak_gbps if perf.peak_gbps > 0 else None
+
+
 def sample_row(record):
     r = record["result"]
     verdict = verdict_pb2.Verdict.Name(r.status)
@@ -31,7 +40,7 @@ def sample_row(record):
             "speedup": perf.speedup if timed else None,
             "ref_ms": perf.baseline.median_ms if perf.baseline.trials else None,
             "candidate_ms": perf.candidate.median_ms if timed else None,
-            "bandwidth_fraction": (perf.achieved_gbps / perf.peak_gbps) if timed and perf.peak_gbps > 0 else None,
+            "peak_fraction": peak_fraction(perf) if timed else None,
             "message": r.message}
 
 
@@ -48,8 +57,8 @@ def aggregate(rows, ps, ks):
            "pass_at_k": {str(k): metrics.mean_pass_at_k(triples, k) for k in ks},
            "avg_at_k": {str(k): metrics.mean_avg_at_k(triples, k) for k in ks},
            "verdicts": dict(Counter(r["verdict"] for r in rows).most_common())}
-    fractions = [r["bandwidth_fraction"] for r in counted if r["bandwidth_fraction"] is not None]
-    out["mean_bandwidth_fraction"] = sum(fractions) / len(fractions) if fractions else None
+    fractions = [r["peak_fraction"] for r in counted if r["peak_fraction"] is not None]
+    out["mean_peak_fraction"] = sum(fractions) / len(fractions) if fractions else None
     return out
 
 
