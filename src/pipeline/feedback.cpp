@@ -30,6 +30,21 @@ std::string compile_log_excerpt(const std::string& log, std::size_t max_lines) {
   return out;
 }
 
+namespace {
+// What a native candidate's fatal signal (verdict.cpp: "crashed: killed by SIGSEGV") usually means.
+std::string crash_hint(const std::string& message) {
+  static const std::pair<const char*, const char*> kHints[] = {
+      {"SIGSEGV", " An invalid memory access: a null, dangling or out-of-bounds pointer, or a write to an input."},
+      {"SIGBUS", " A misaligned or out-of-range memory access (e.g. a pointer cast to a wider type)."},
+      {"SIGFPE", " An arithmetic fault: an integer division or remainder by zero."},
+      {"SIGABRT", " abort(): a failed assert, an uncaught C++ exception or a corrupted heap."},
+      {"SIGILL", " An illegal instruction: code built for features this CPU lacks, or __builtin_trap()."}};
+  for (const auto& [sig, hint] : kHints)
+    if (message.find(sig) != std::string::npos) return hint;
+  return "";
+}
+}  // namespace
+
 std::string make_feedback(const v1::Result& r, const std::string& detail) {
   switch (r.status()) {
     case v1::OK: {
@@ -60,7 +75,8 @@ std::string make_feedback(const v1::Result& r, const std::string& detail) {
              (detail.empty() ? "" : "\n" + detail);
     case v1::RUNTIME_ERROR:
       // detail: the exception and the candidate's own frames (python/kjudge_harness/diagnosis.py)
-      return detail.empty() ? r.message() + "." : "The candidate raised an error while running:\n" + detail;
+      if (!detail.empty()) return "The candidate raised an error while running:\n" + detail;
+      return r.message() + "." + crash_hint(r.message());
     case v1::OUTPUT_LIMIT:
     case v1::MEMORY_LIMIT: {
       std::string out = r.message() + ".";

@@ -15,8 +15,11 @@ std::string describe(const v1::CorrectnessSet& set, const v1::TensorComparison& 
   if (o.elements() == 0 && !o.problem().empty()) return out + o.problem() + ".";  // shape or dtype
   out += fmt::format("{} of {} elements wrong (tolerance atol {:.1g} rtol {:.1g}).", o.mismatches(), o.elements(),
                      o.atol(), o.rtol());
-  if (o.nan_outputs()) out += fmt::format(" {} are NaN in your output.", o.nan_outputs());
-  if (o.inf_outputs()) out += fmt::format(" {} are Inf in your output.", o.inf_outputs());
+  const auto count = [](std::uint64_t n, const char* what) {
+    return fmt::format(" {} {} {} in your output.", n, n == 1 ? "element is" : "elements are", what);
+  };
+  if (o.nan_outputs()) out += count(o.nan_outputs(), "NaN");
+  if (o.inf_outputs()) out += count(o.inf_outputs(), "Inf");
   // the error figures cover finite elements only: with every wrong one NaN/Inf they would read 0.
   // Beside the worst elements' values they would give one expected value away (got ± max error).
   if (o.mismatches() > o.nan_outputs() + o.inf_outputs() && o.worst_size() == 0)

@@ -57,7 +57,7 @@ TEST(Feedback, AllNanOutputIsCountedNeverErrorZero) {
   }
   const auto f = kj::make_feedback(r, "");
   EXPECT_NE(f.find("Wrong output on 2 of 2 input sets"), std::string::npos) << f;
-  EXPECT_NE(f.find("64 are NaN in your output"), std::string::npos) << f;
+  EXPECT_NE(f.find("64 elements are NaN in your output"), std::string::npos) << f;
   EXPECT_NE(f.find("[0, 0] got nan, expected a negative number"), std::string::npos) << f;
   EXPECT_NE(f.find("Also wrong on: 'signed' (64 of 64 wrong)"), std::string::npos) << f;
   EXPECT_EQ(f.find("max abs error"), std::string::npos) << f;
@@ -91,4 +91,31 @@ TEST(Feedback, CompileErrorUsesTheHarnessText) {
   EXPECT_EQ(f, "Compilation failed:\ncandidate.py:11:3: error: 'x' was not declared in this scope");
 }
 
+}  // namespace
+
+namespace {
+TEST(Feedback, NativeCrashNamesWhatTheSignalUsuallyMeans) {
+  v1::Result r;
+  r.set_status(v1::RUNTIME_ERROR);
+  r.set_message("candidate crashed: killed by SIGSEGV");
+  EXPECT_EQ(kj::make_feedback(r, ""),
+            "candidate crashed: killed by SIGSEGV. An invalid memory access: a null, dangling or out-of-bounds "
+            "pointer, or a write to an input.");
+  r.set_message("candidate crashed: killed by SIGFPE");
+  EXPECT_NE(kj::make_feedback(r, "").find("division or remainder by zero"), std::string::npos);
+  r.set_message("candidate exited with code 3");  // no signal: nothing is guessed
+  EXPECT_EQ(kj::make_feedback(r, ""), "candidate exited with code 3.");
+}
+
+TEST(Feedback, OneNanElementIsSingular) {
+  v1::Result r;
+  r.set_status(v1::INCORRECT);
+  auto* o = r.add_correctness()->add_outputs();
+  r.mutable_correctness(0)->set_name("declared");
+  o->set_arg("out");
+  o->set_elements(8);
+  o->set_mismatches(1);
+  o->set_nan_outputs(1);
+  EXPECT_NE(kj::make_feedback(r, "").find(" 1 element is NaN in your output."), std::string::npos);
+}
 }  // namespace

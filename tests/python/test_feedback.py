@@ -95,7 +95,7 @@ def test_nan_outputs_are_counted_not_reported_as_error_zero(judge):
     message, feedback = check_shape(r, "INCORRECT")
     elements = r["correctness"][0]["outputs"][0]["elements"]
     assert f"{elements} NaN" in message
-    assert f"{elements} are NaN in your output" in feedback
+    assert f"{elements} elements are NaN in your output" in feedback
     assert "max abs error" not in feedback
     assert re.search(r"^  \[0, 0\] got nan, expected (a positive number|a negative number|zero)$", feedback, re.M)
 
