@@ -25,12 +25,52 @@ std::string text_view(const v1::Result& r) {
   return out;
 }
 
+namespace {
+
+// protobuf's JSON mapping writes 64-bit integers as strings ("elements": "67108864", for
+// JavaScript's doubles); a Result's readers (Python, jq, C++) get numbers. Walks the message
+// beside its JSON (the same fields, by json_name), so only int64/uint64 fields change.
+void int64_as_numbers(const google::protobuf::Message& m, nlohmann::ordered_json& j) {
+  using google::protobuf::FieldDescriptor;
+  if (!j.is_object()) return;  // well-known types with a string form (Timestamp)
+  std::vector<const FieldDescriptor*> fields;
+  m.GetReflection()->ListFields(m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    const auto it = j.find(f->json_name());
+    if (it == j.end() || f->is_map()) continue;
+    const auto type = f->cpp_type();
+    if (type == FieldDescriptor::CPPTYPE_INT64 || type == FieldDescriptor::CPPTYPE_UINT64) {
+      const auto number = [&](nlohmann::ordered_json& v) {
+        if (!v.is_string()) return;
+        const std::string s = v.get<std::string>();
+        v = type == FieldDescriptor::CPPTYPE_INT64 ? nlohmann::ordered_json(std::stoll(s))
+                                                   : nlohmann::ordered_json(std::stoull(s));
+      };
+      if (f->is_repeated())
+        for (auto& v : *it) number(v);
+      else
+        number(*it);
+    } else if (type == FieldDescriptor::CPPTYPE_MESSAGE) {
+      const auto* refl = m.GetReflection();
+      if (!f->is_repeated()) {
+        int64_as_numbers(refl->GetMessage(m, f), *it);
+        continue;
+      }
+      for (int i = 0; i < refl->FieldSize(m, f) && i < static_cast<int>(it->size()); ++i)
+        int64_as_numbers(refl->GetRepeatedMessage(m, f, i), (*it)[i]);
+    }
+  }
+}
+
+}  // namespace
+
 std::string json_view(const v1::Result& r) {
   std::string out;
-  google::protobuf::util::JsonPrintOptions opt;
-  opt.add_whitespace = true;
-  (void)google::protobuf::util::MessageToJsonString(r, &out, opt);
-  return out;
+  (void)google::protobuf::util::MessageToJsonString(r, &out, {});
+  auto j = nlohmann::ordered_json::parse(out, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return out;
+  int64_as_numbers(r, j);
+  return j.dump(2);
 }
 
 namespace {

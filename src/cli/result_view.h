@@ -13,6 +13,7 @@ namespace kj::cli {
 
 std::string summary_line(const kjudge::v1::Result& r);
 std::string text_view(const kjudge::v1::Result& r);  // summary + message + feedback
+// The Result in protobuf's JSON mapping, except 64-bit integers as numbers (not strings).
 std::string json_view(const kjudge::v1::Result& r);
 // KernelBench's own result JSON (compiled, correctness, metadata, runtime, runtime_stats,
 // ref_runtime, ref_runtime_stats), so existing analysis scripts read kjudge's output unchanged.

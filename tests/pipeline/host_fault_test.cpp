@@ -1,5 +1,6 @@
 // pipeline/host_fault.h on a real filesystem: a tmpfs mounted for the test (root only), filled up.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -19,6 +20,10 @@ class HostFault : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "mounts a tmpfs: needs root";
+    // In a mount namespace of this test process's own: the host's mount table never shows the
+    // tmpfs (the adversarial tests, running beside this under ctest -j, compare it before/after).
+    ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << strerror(errno);
+    ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << strerror(errno);
     char tmpl[] = "/tmp/kjhostfault.XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     mnt_ = tmpl;

@@ -94,6 +94,7 @@ def test_nan_outputs_are_counted_not_reported_as_error_zero(judge):
     r = candidate(judge, "nan_output.py")
     message, feedback = check_shape(r, "INCORRECT")
     elements = r["correctness"][0]["outputs"][0]["elements"]
+    assert isinstance(elements, int)  # `--json` prints 64-bit counts as numbers, not protobuf's strings
     assert f"{elements} NaN" in message
     assert f"{elements} elements are NaN in your output" in feedback
     assert "max abs error" not in feedback
