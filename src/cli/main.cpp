@@ -302,7 +302,9 @@ int main(int argc, char** argv) {
           !kj::await_harness_zygote(cfg, std::chrono::seconds(90)))
         std::cerr << "kjudge eval: the harness zygote is not serving; every role imports torch itself\n";
       if (!config_file) share_dev_cache(cfg);
-      const v1::Result r = kj::judge(job, kj::JudgeContext{cfg, cfg.node + "/local"});
+      kj::JudgeContext ctx{cfg, cfg.node + "/local"};
+      ctx.device_turns = true;  // parallel evals: builds side by side, judging in turns
+      const v1::Result r = kj::judge(job, ctx);
       std::error_code ec;
       if (!config_file) std::filesystem::remove_all(cfg.state_dir, ec);
       return print_result(r, json);

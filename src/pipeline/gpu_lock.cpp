@@ -20,6 +20,11 @@ std::filesystem::path gpu_lock_file(const Config& cfg) {
   return dir / ("gpu" + std::to_string(gpu_index(cfg)) + ".lock");  // one per device: daemons on other GPUs go on
 }
 
+std::filesystem::path device_turn_file(const Config& cfg, const std::string& backend) {
+  return gpu_lock_file(cfg).parent_path() /
+         (backend == "cpu" ? std::string("cpu.turn") : "gpu" + std::to_string(gpu_index(cfg)) + ".turn");
+}
+
 namespace {
 
 int open_lock(const std::filesystem::path& file) {

@@ -15,6 +15,11 @@ namespace kj {
 // every process judging on this node's GPUs shares; the index is sandbox.gpu_index.
 std::filesystem::path gpu_lock_file(const Config& cfg);
 
+// Beside it, gpu<index>.turn (cpu.turn for the cpu backend): a one-shot `kjudge eval` holds it from
+// its trusted worker's start to its result, so parallel evals on one node build side by side but
+// judge one at a time: each starts a trusted worker that budgets the whole device for itself.
+std::filesystem::path device_turn_file(const Config& cfg, const std::string& backend);
+
 class GpuLock {
  public:
   // Blocks until the lock is ours; seconds_waited() says how long that took.

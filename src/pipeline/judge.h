@@ -27,6 +27,8 @@ struct JudgeContext {
   SandboxWatch* watch = nullptr;
   // kjudged with [build] shared: the cluster's shared KernelBench builds (pipeline/build_store.h).
   BuildStore* builds = nullptr;
+  // `kjudge eval`: judge on the device in turns with other evals of this node (device_turn_file).
+  bool device_turns = false;
 };
 
 // Never throws: internal failures become INFRA_ERROR results.

@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "pipeline/engine_checks.h"
+#include "pipeline/gpu_lock.h"
 #include "pipeline/group_seeds.h"
 #include "pipeline/harness_step.h"
 #include "pipeline/inputs.h"
@@ -140,6 +141,12 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // (compat: KernelBench's), the expected outputs kept there, the baseline when not cached. The
   // reference has its own budget: its time never counts against the candidate's limit.
   clock.start(v1::STAGE_ORACLE);
+  // A one-shot eval judges in turns with the node's other evals (its build ran beside theirs).
+  std::optional<GpuLock> turn;
+  if (ctx.device_turns) {
+    turn.emplace(device_turn_file(cfg, backend));
+    (*r.mutable_phase_seconds())["device_turn_wait"] = turn->seconds_waited();
+  }
   const GroupSeeds seeds = compat ? GroupSeeds::kernelbench() : group_seeds(job);
   std::vector<unsigned> audits;
   if (!compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
