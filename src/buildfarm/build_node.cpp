@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/prometheus_text.h"
 #include "common/redis_endpoint.h"
 #include "kjsandbox/policy.h"
 #include "pipeline/kernelbench_prebuild.h"
@@ -37,6 +38,11 @@ sigset_t stop_signals() {
 }
 
 // Waits up to `wait` for SIGTERM/SIGINT (true) while the loop idles; SIGHUP is ignored here.
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 bool stop_signal_within(std::chrono::milliseconds wait) {
   const sigset_t set = stop_signals();
   timespec ts{0, static_cast<long>(wait.count()) * 1'000'000L};
@@ -73,19 +79,60 @@ int BuildNode::run() {
   if (cfg_.kernelbench.cuda_arch_list.empty())  // no GPU here to ask: CUDA builds would get other keys than the GPU nodes'
     log::warn("build.no_cuda_arch", {{"fix", "set [toolchain] cuda_arch (or [kernelbench] cuda_arch_list) to the "
                                              "judging nodes' value, or their CUDA builds are never taken from here"}});
+  boost::asio::io_context ioc;  // the HTTP endpoint's own thread (it inherits the blocked signals)
+  std::unique_ptr<HttpServer> server;
+  std::thread http_thread;
+  if (cfg_.metrics.port) {
+    server = std::make_unique<HttpServer>(ioc, cfg_.metrics.address, cfg_.metrics.port,
+                                          [this](const std::string& target) { return http(target); });
+    log::info("metrics.listening", {{"address", cfg_.metrics.address}, {"port", server->port()}});
+    http_thread = std::thread([&ioc] { ioc.run(); });
+  }
   sd_notify(0, "READY=1\nSTATUS=building");
   while (!drain_requested_ && !stop_signal_within(200ms)) {
     try {
       tick(q);
+      redis_ok_ = true;
+      loop_tick_ms_ = steady_ms();
     } catch (const std::exception& e) {
+      redis_ok_ = false;
       log::error("build.loop_failed", {{"error", e.what()}});
       q = kjqueue::Queue(redis_endpoint(cfg_.redis), cfg_.redis.partition);
       std::this_thread::sleep_for(500ms);
     }
   }
+  draining_ = true;
   sd_notify(0, "STOPPING=1\nSTATUS=draining");
   drain();
+  if (server) {
+    server->close();
+    ioc.stop();
+    http_thread.join();
+  }
   return 0;
+}
+
+HttpReply BuildNode::http(const std::string& target) {
+  if (target == "/livez")
+    return steady_ms() - loop_tick_ms_ < 30'000 || draining_ ? HttpReply{200, "ok\n"} : HttpReply{503, "build loop stuck\n"};
+  if (target == "/readyz") {
+    if (draining_) return {503, "draining\n"};
+    if (!redis_ok_) return {503, "redis not reachable\n"};
+    return {200, "ready\n"};
+  }
+  if (target != "/metrics") return {404, "not found: /metrics, /livez, /readyz\n"};
+  std::size_t running;
+  {
+    std::lock_guard lk(mu_);
+    running = running_.size();
+  }
+  std::string out;
+  append_metric(out, "gauge", "kjudge_ready", "1 when the node takes build work.", redis_ok_ && !draining_ ? 1 : 0);
+  append_metric(out, "gauge", "kjudge_build_slots", "Builds this node runs at once.", cfg_.workers);
+  append_metric(out, "gauge", "kjudge_builds_running", "Builds running on this node now.", running);
+  append_metric(out, "counter", "kjudge_builds_done_total", "Builds this node finished (made or failed).",
+                builds_done_.load());
+  return {200, out + store_.render_metrics()};
 }
 
 void BuildNode::tick(kjqueue::Queue& q) {

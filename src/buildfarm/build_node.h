@@ -6,6 +6,8 @@
 // over live build leases) apply as they do to judging. SIGTERM/SIGINT or `kjudge admin drain`
 // drain: no new builds, running ones finish up to queue.drain_timeout_ms, then their leases go
 // back. systemd: READY=1 once Redis answered, WATCHDOG=1 from the loop, STOPPING=1 on drain.
+// With [metrics] port set it serves /metrics (its slots, running and finished builds, the shared
+// store's counters), /livez (the loop turns) and /readyz (Redis answers, not draining).
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include "buildfarm/build_scan.h"
 #include "buildfarm/redis_build_store.h"
 #include "common/config.h"
+#include "http/http_server.h"
 #include "kjqueue/queue.h"
 
 namespace kj::buildfarm {
@@ -40,6 +43,7 @@ class BuildNode {
   };
   using RunningPtr = std::shared_ptr<Running>;
 
+  HttpReply http(const std::string& target);
   void tick(kjqueue::Queue& q);
   void heartbeat(kjqueue::Queue& q);
   void poll_cancels(kjqueue::Queue& q);
@@ -68,6 +72,9 @@ class BuildNode {
       next_scan_{};
   std::uint64_t watchdog_usec_ = 0;
   bool drain_requested_ = false;  // kjudge admin drain <node>
+  // read by the HTTP thread
+  std::atomic<std::int64_t> loop_tick_ms_{0};
+  std::atomic<bool> redis_ok_{false}, draining_{false};
   unsigned rr_ = 0;  // round-robin start over tenants
 };
 

@@ -23,7 +23,7 @@
 #include "daemon/fair.h"
 #include "daemon/gpu_health.h"
 #include "daemon/gpu_placement.h"
-#include "daemon/http_server.h"
+#include "http/http_server.h"
 #include "daemon/metrics.h"
 #include "kjqueue/queue.h"
 

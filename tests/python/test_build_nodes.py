@@ -15,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -91,8 +92,18 @@ class BuildNodeProc(Daemon):
             self.wait_started()
 
 
-def build_node(r, workdir, cache, workers=2):
-    return BuildNodeProc(r.url, workdir, "builder", workers=workers, extra=node_config(cache, ""))
+def build_node(r, workdir, cache, workers=2, metrics_port=None):
+    metrics = f"[metrics]\nport = {metrics_port}\n" if metrics_port else ""
+    return BuildNodeProc(r.url, workdir, "builder", workers=workers, extra=node_config(cache, "") + metrics)
+
+
+def scrape(port, path="/metrics"):
+    """(status, body) of the node's HTTP endpoint."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
 
 
 def builder_leases(rc):
@@ -120,7 +131,8 @@ def test_build_node_builds_judging_node_judges_and_a_killed_builder_loses_nothin
     for p in caches:
         p.chmod(0o755)
     try:
-        builder = build_node(r, workdir, caches[0])
+        builder_port = free_port()
+        builder = build_node(r, workdir, caches[0], metrics_port=builder_port)
         daemons.append(builder)
         port = free_port()
         judge = Daemon(r.url, workdir, "judge", workers=2,
@@ -188,6 +200,14 @@ def test_build_node_builds_judging_node_judges_and_a_killed_builder_loses_nothin
         assert int(counters["kjudge_builds_fetched_total"]) == len(fetched)
         assert int(counters["kjudge_builds_leased_total"]) == int(counters["kjudge_builds_published_total"]) == len(local)
         assert counters["kjudge_builds_rejected_total"] == "0"
+        # the build node's own endpoint, after its restart: what it built since, and its store counters
+        assert scrape(builder_port, "/livez")[0] == 200 and scrape(builder_port, "/readyz") == (200, "ready\n")
+        status, text = scrape(builder_port)
+        bm = dict(line.split() for line in text.splitlines() if line.startswith("kjudge_"))
+        assert status == 200 and bm["kjudge_ready"] == "1" and bm["kjudge_build_slots"] == "2", text
+        assert int(bm["kjudge_builds_done_total"]) == len(builder.events("build.done")) - built_before_kill
+        assert int(bm["kjudge_builds_leased_total"]) >= int(bm["kjudge_builds_done_total"])  # each under a lease
+        assert bm["kjudge_builds_running"] == "0"
         print(f"two-node batch of {N}: {elapsed:.1f} s; builder built {built_before_kill} before the kill "
               f"(+{len(builder.events('build.done')) - built_before_kill} after its restart), "
               f"judging node fetched {len(fetched)}, built {len(local)} itself")

@@ -1,4 +1,4 @@
-#include "daemon/http_server.h"
+#include "http/http_server.h"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
