@@ -7,10 +7,11 @@ real sandboxes, real g++."""
 import json
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from eval_workspace import eval_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
@@ -68,20 +69,12 @@ def candidate_source(host_dir):
 
 @pytest.mark.parametrize("zygote", [True, False])
 def test_candidate_from_the_zygote_is_sandboxed_and_skips_the_import(tmp_path, zygote):
-    base = Path(tempfile.mkdtemp(prefix="kjudge-zyg."))
-    base.chmod(0o711)
-    (base / "state").mkdir(mode=0o711)
-    cache = base / "cache"
-    cache.mkdir(mode=0o755)
+    base, _, cfg = eval_workspace("kjudge-zyg.", zygote=zygote)
     # a model's answer, as a trainer sends it: the extraction (harness modules imported late) and
     # the build run as resumed roles too
     cand = base / "completion.md"
     cand.write_text("Here is the kernel.\n\n```python\n" + candidate_source(ROOT / "python") + "```\n")
     cand.chmod(0o644)
-    cfg = base / "kjudge.toml"
-    # no precompiled header: the build takes seconds
-    cfg.write_text(f'[daemon]\nstate_dir = "{base / "state"}"\n\n[kernelbench]\ncache_dir = "{cache}"\n'
-                   f'harness_dir = "{ROOT / "python"}"\nprecompiled_header = false\nzygote = {str(zygote).lower()}\n')
     p = subprocess.run([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--kb-reference", str(TASK / "reference.py"),
                         "--kb-completion", str(cand), "--backend", "cpu", "--json", "--trials", "2"],
                        capture_output=True, text=True, timeout=900)
