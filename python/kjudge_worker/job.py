@@ -80,6 +80,9 @@ class Job:
             values, out = self.set_values(entry)
             if k == 0:
                 declared_finite = finite(out)
+                if self.peaks is not None and self.problem.work is None:  # with the declared set in hand
+                    with GpuLock(self.lock_path, shared=True), self.problem.lock:
+                        self.problem.work = roofline.work_of(self.problem.model, values, out)
             elif not self.problem.compat and declared_finite and not finite(out):
                 entry["skipped"] = "the reference itself gives NaN/Inf on this variant"
             entry["output_nbytes"] = out.numel() * out.element_size()
@@ -105,13 +108,9 @@ class Job:
 
     def roofline(self):
         """The problem's least work per call (kept with the problem) and the device's peaks, for
-        the fraction-of-peak figure (roofline.py); None off a GPU or without a declared set."""
-        if self.peaks is None or not self.specs or "skipped" in self.specs[0]:
+        the fraction-of-peak figure (roofline.py); None off a GPU."""
+        if self.peaks is None or self.problem.work is None:
             return None
-        if self.problem.work is None:
-            values, out = self.set_values(self.specs[0])
-            with GpuLock(self.lock_path, shared=True), self.problem.lock:
-                self.problem.work = roofline.work_of(self.problem.model, values, out)
         peaks = self.peaks.get(self.problem.dtype)
         return {**self.problem.work, **peaks} if peaks else None
 

@@ -12,6 +12,7 @@ import time
 import torch
 
 from .gpu_lock import GpuLock
+from .problems import nbytes
 
 COPY_BYTES = 1 << 30  # large against any L2 (50 MiB on an H100)
 MATMUL_N = 8192
@@ -20,8 +21,7 @@ REPEATS = 5
 
 def work_of(model, values, out):
     """{"bytes": ..., "flops": ... or None} of one call of the reference on `values`."""
-    tensors = list(model.parameters()) + list(model.buffers()) + [v for v in values if isinstance(v, torch.Tensor)]
-    moved = sum(t.numel() * t.element_size() for t in tensors) + out.numel() * out.element_size()
+    moved = nbytes([*model.parameters(), *model.buffers(), *values, out])
     return {"bytes": int(moved), "flops": count_flops(model, values)}
 
 
