@@ -97,6 +97,7 @@ Daemon::Daemon(Config cfg, std::function<Config()> reload)
       gpu_health_(sandboxed_canary(cfg_)),
       placement_(node_gpus(cfg_), gpu_health_) {
   metrics_.slots = cfg_.workers;
+  for (int gpu : placement_.gpus()) gpu_health_.track(gpu);  // every GPU in /metrics and the heartbeat from the start
   if (cfg_.build.shared) builds_ = std::make_unique<buildfarm::RedisBuildStore>(cfg_, buildfarm::RedisBuildStore::Role::Judge);
 }
 
@@ -784,7 +785,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         ++metrics_.dead_letters;
         log::error("job.dead_letter", {{"job_id", job_id}, {"tenant", d.tenant}, {"reason", opts.dead_reason}});
       }
-      log::info("job.done", {{"job_id", job_id}, {"tenant", d.tenant}, {"verdict", verdict},
+      log::info("job.done", {{"job_id", job_id}, {"tenant", d.tenant}, {"verdict", verdict}, {"gpu", h->gpu},
                              {"seconds", secs}, {"stored", stored}, {"message", result.message()}});
       ++jobs_done_;
       release_cap();

@@ -193,6 +193,11 @@ bool GpuHealth::usable(int gpu) const {
   return gpu_locked(gpu).usable();
 }
 
+void GpuHealth::track(int gpu) {
+  std::lock_guard lk(mu_);
+  gpu_locked(gpu);
+}
+
 void GpuHealth::quarantine(int gpu, const std::string& reason) {
   std::lock_guard lk(mu_);
   quarantine_locked(gpu_locked(gpu), gpu, reason, false);

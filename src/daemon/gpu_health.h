@@ -89,6 +89,8 @@ class GpuHealth {
 
   // May a job start on `gpu` now? False while quarantined or while a canary runs on it.
   bool usable(int gpu) const;
+  // Reports `gpu` (healthy) from now on, before any job has run on it.
+  void track(int gpu);
 
   // Quarantine by hand (an operator, or the daemon for a reason of its own). Never re-probed.
   void quarantine(int gpu, const std::string& reason);

@@ -80,4 +80,14 @@ TEST(GpuPlacement, MetricsPerGpu) {
   EXPECT_NE(text.find("kjudge_gpu_quarantined{gpu=\"6\"} 0"), std::string::npos) << text;
 }
 
+TEST(GpuPlacement, EveryTrackedGpuIsReportedBeforeItsFirstJob) {
+  GpuHealth health(failing_on({}));
+  health.track(2);
+  health.track(9);
+  const std::string text = health.render_metrics();
+  EXPECT_NE(text.find("kjudge_gpu_quarantined{gpu=\"2\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("kjudge_gpu_quarantined{gpu=\"9\"} 0"), std::string::npos) << text;
+  EXPECT_EQ(health.to_json()["gpus"].size(), 2u);
+}
+
 }  // namespace

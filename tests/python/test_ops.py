@@ -419,8 +419,18 @@ def test_one_daemon_over_several_gpus_spreads_jobs_and_reports_each(workdir, dae
                   extra=f"[metrics]\nport = {port}\n[sandbox]\ngpus = [3, 5]\n")
     daemons.append(node)
     ids = [f"g{i}" for i in range(4)]
-    c.submit_many([trivial(j, argv=("/bin/sleep", "4")) for j in ids])
     metrics = f"http://127.0.0.1:{port}/metrics"
+    deadline = time.monotonic() + 10
+    while True:  # both GPUs are reported before any job ran on them
+        try:
+            text = urllib.request.urlopen(metrics).read().decode()
+        except OSError:
+            text = ""
+        if 'kjudge_gpu_quarantined{gpu="3"} 0' in text and 'kjudge_gpu_quarantined{gpu="5"} 0' in text:
+            break
+        assert time.monotonic() < deadline, text[-2000:]
+        time.sleep(0.05)
+    c.submit_many([trivial(j, argv=("/bin/sleep", "4")) for j in ids])
     deadline = time.monotonic() + 20
     while True:  # all four running: two on each GPU (the metrics are live)
         try:

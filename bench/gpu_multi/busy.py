@@ -1,0 +1,47 @@
+"""Per-GPU busyness in each window of a bench/gpu_multi run, from nvidia-smi samples.
+Usage: busy.py SMI_CSV MARKS  (SMI_CSV: timestamp, index, minor, utilization.gpu, memory.used MiB,
+one row per GPU per 0.5 s sample; MARKS: '<name>_start|_end <epoch seconds>' lines)"""
+import collections
+import sys
+import time
+from datetime import datetime
+
+
+def samples(path):
+    for line in open(path):
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 5:
+            continue
+        try:
+            t = time.mktime(datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timetuple())
+            t += float("0." + parts[0].rsplit(".", 1)[1])
+            yield t, int(parts[2]), float(parts[3]), float(parts[4])
+        except ValueError:
+            continue
+
+
+def windows(path):
+    marks = dict(line.split() for line in open(path) if line.strip())
+    for key in marks:
+        if key.endswith("_start") and key[:-6] + "_end" in marks:
+            yield key[:-6], float(marks[key]), float(marks[key[:-6] + "_end"])
+
+
+def main(smi, marks):
+    rows = list(samples(smi))
+    print(f"{'window':<14} {'gpu':>4} {'seconds':>8} {'samples':>8} {'busy%':>7} {'mean util%':>11} {'max MiB':>9}")
+    for name, t0, t1 in windows(marks):
+        per = collections.defaultdict(list)
+        for t, minor, util, mem in rows:
+            if t0 <= t <= t1:
+                per[minor].append((util, mem))
+        for minor in sorted(per):
+            s = per[minor]
+            busy = 100 * sum(u > 0 for u, _ in s) / len(s)
+            mean = sum(u for u, _ in s) / len(s)
+            print(f"{name:<14} {minor:>4} {t1 - t0:>8.1f} {len(s):>8} {busy:>7.1f} {mean:>11.1f} {max(m for _, m in s):>9.0f}")
+    print("busy%: share of samples with utilization.gpu > 0 (a kernel ran in the sample period)")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
