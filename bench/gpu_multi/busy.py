@@ -1,21 +1,22 @@
 """Per-GPU busyness in each window of a bench/gpu_multi run, from nvidia-smi samples.
-Usage: busy.py SMI_CSV MARKS  (SMI_CSV: timestamp, index, minor, utilization.gpu, memory.used MiB,
-one row per GPU per 0.5 s sample; MARKS: '<name>_start|_end <epoch seconds>' lines)"""
+Usage: busy.py SMI_CSV MARKS GPUS  (SMI_CSV: timestamp, index, utilization.gpu, memory.used MiB,
+one row per GPU per 0.5 s sample; MARKS: '<name>_start|_end <epoch seconds>' lines; GPUS: index,
+device minor, ... per GPU: rows are named by the minor, as kjudged names GPUs)"""
 import collections
 import sys
 import time
 from datetime import datetime
 
 
-def samples(path):
+def samples(path, minor_of):
     for line in open(path):
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) != 5:
+        if len(parts) != 4:
             continue
         try:
             t = time.mktime(datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timetuple())
             t += float("0." + parts[0].rsplit(".", 1)[1])
-            yield t, int(parts[2]), float(parts[3]), float(parts[4])
+            yield t, minor_of[int(parts[1])], float(parts[2]), float(parts[3])
         except ValueError:
             continue
 
@@ -27,8 +28,9 @@ def windows(path):
             yield key[:-6], float(marks[key]), float(marks[key[:-6] + "_end"])
 
 
-def main(smi, marks):
-    rows = list(samples(smi))
+def main(smi, marks, gpus):
+    minor_of = {int(f[0]): int(f[1]) for f in (line.split(",") for line in open(gpus) if line.strip())}
+    rows = list(samples(smi, minor_of))
     print(f"{'window':<14} {'gpu':>4} {'seconds':>8} {'samples':>8} {'busy%':>7} {'mean util%':>11} {'max MiB':>9}")
     for name, t0, t1 in windows(marks):
         per = collections.defaultdict(list)
@@ -44,4 +46,4 @@ def main(smi, marks):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])
