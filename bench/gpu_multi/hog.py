@@ -1,17 +1,30 @@
-"""Holds every byte of one GPU's free memory until killed (bench/gpu_multi): stands in for a GPU
-that can no longer serve a new context, so the canary after a fault fails for a real reason.
+"""Takes every byte of one GPU's free memory and keeps taking what is freed until killed
+(bench/gpu_multi): stands in for a GPU that can no longer serve a new context. Memory a faulted
+job gives back is taken again within about a millisecond, before the canary after that job starts.
 Usage: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=<nvidia-smi index> python3 hog.py"""
 import time
 
 import torch
 
-held, chunk = [], 1 << 30
-while chunk >= 1 << 20:
-    try:
-        held.append(torch.empty(chunk, dtype=torch.uint8, device="cuda"))
-    except torch.OutOfMemoryError:
-        chunk //= 2
+MIN_CHUNK = 2 << 20
+held = []
+
+
+def grab():
+    chunk = 1 << 30
+    while chunk >= MIN_CHUNK:
+        try:
+            held.append(torch.empty(chunk, dtype=torch.uint8, device="cuda"))
+        except torch.OutOfMemoryError:
+            chunk //= 2
+
+
+grab()
 free, total = torch.cuda.mem_get_info()
 print(f"hog: holding {sum(t.numel() for t in held) / 2**30:.1f} GiB of {total / 2**30:.1f} GiB; "
       f"{free / 2**20:.0f} MiB left free", flush=True)
-time.sleep(3600)
+while True:
+    if torch.cuda.mem_get_info()[0] >= MIN_CHUNK:
+        grab()
+        print(f"hog: took freed memory, holding {sum(t.numel() for t in held) / 2**30:.1f} GiB", flush=True)
+    time.sleep(0.0005)

@@ -62,14 +62,20 @@ def warm_up_framework(device):
 def run(request, report):
     backend = request["backend"]
     device = torch.device("cpu") if backend == "cpu" else torch.device("cuda")
+    # Stage "device": the device is set up before any candidate code is loaded, so a failure here
+    # (no GPU visible, no memory left for a context) is the node's, never the candidate's.
+    report.update({"ok": False, "stage": "device", "flags": []})
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("no GPU is visible to the candidate's sandbox")
+    warm_up_framework(device)
+    ready = timing.Clock(request.get("clock_path"))
+    ready.mark(b"D")  # the device is set up and no candidate code has loaded (kDeviceReadyMark)
+    ready.close()
+    phases.mark("device_init")
     dtype = protocol.PRECISIONS[request.get("precision", "fp32")]
     compat = request.get("mode") == "compat"
     oracle = request["oracle"]  # the oracle's report, minus nothing secret: shapes and sizes only
-    report.update({"ok": False, "stage": "load", "flags": []})
-    warm_up_framework(device)
-    phases.mark("device_init")
+    report["stage"] = "load"
     threads_before = task_count()
     py_threads_before = threading.active_count()
 

@@ -23,6 +23,7 @@
 #include "pipeline/kernelbench_build.h"
 #include "pipeline/kernelbench_checks.h"
 #include "pipeline/kernelbench_roofline.h"
+#include "pipeline/sandbox_watch.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sandbox_profiles.h"
@@ -294,13 +295,14 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   }
   if (const auto faults = seen->value("worker_faults", json::array()); !faults.empty()) {
     detail = faults.dump();  // the worker's own memory ran out: ours, whatever the candidate then did
+    record_gpu_unavailable("trusted worker: " + faults[0].get<std::string>());  // is the GPU still whole?
     return fail({v1::INFRA_ERROR, "trusted worker: " + faults[0].get<std::string>()});
   }
   if (auto d = check_channel(*seen, r)) return fail(*d);
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,
-                                cand.host_fault)) {
+                                cand.host_fault, has_device_ready_mark(marks))) {
     // the harness's repair text: the exception and the candidate's own frames, not the traceback
     // through the judge's files (that stays in the report for the operator)
     detail = cand.report ? cand.report->value("feedback", "") : tail(cand.sandbox.stderr_data, 2000);

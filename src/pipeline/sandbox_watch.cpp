@@ -10,6 +10,12 @@ SandboxWatchScope::~SandboxWatchScope() { current_watch = previous_; }
 
 int current_cancel_fd() { return current_watch ? current_watch->cancel_fd : -1; }
 
+void record_gpu_unavailable(const std::string& what) {
+  if (!current_watch) return;
+  ++current_watch->gpu_unavailable;
+  current_watch->last_gpu_incident = "GPU unavailable: " + what;
+}
+
 kjsandbox::Report run_sandboxed(kjsandbox::Policy policy) {
   SandboxWatch* w = current_watch;
   if (w) policy.cancel_fd = w->cancel_fd;

@@ -19,6 +19,7 @@ struct SandboxWatch {
   unsigned gpu_runs = 0;
   unsigned gpu_runs_killed = 0;
   unsigned gpu_runs_stuck = 0;
+  unsigned gpu_unavailable = 0;  // runs whose GPU could not be set up (no context): check the GPU
   std::string last_gpu_incident;  // what happened, for the health check's log
 };
 
@@ -35,6 +36,9 @@ class SandboxWatchScope {
 
 // The current scope's cancel fd (-1: none), for waits outside a sandbox (a shared build's lease).
 int current_cancel_fd();
+
+// A run's GPU could not be set up before any job code was loaded (recorded into the current scope).
+void record_gpu_unavailable(const std::string& what);
 
 // kjsandbox::run with the current scope's cancel fd, recording GPU incidents into the scope.
 kjsandbox::Report run_sandboxed(kjsandbox::Policy policy);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -110,6 +111,10 @@ ClockReader::~ClockReader() {
   fs::remove(fifo_, ec);
 }
 
+bool has_device_ready_mark(const std::vector<ClockMark>& marks) {
+  return std::any_of(marks.begin(), marks.end(), [](const ClockMark& m) { return m.event == kDeviceReadyMark; });
+}
+
 StepOutcome run_runner_clocked(const Config& cfg, const fs::path& job_dir, const fs::path& inputs_dir,
                                const kjudge::v1::RunnerRequest& request, std::uint32_t wall_ms,
                                std::uint64_t output_bytes, const std::string& device_profile,
@@ -117,6 +122,7 @@ StepOutcome run_runner_clocked(const Config& cfg, const fs::path& job_dir, const
   ClockReader reader(job_dir / fifo_name);
   StepOutcome step = run_runner(cfg, job_dir, inputs_dir, request, wall_ms, output_bytes, device_profile);
   marks = reader.finish();
+  step.device_ready_mark = has_device_ready_mark(marks);
   return step;
 }
 

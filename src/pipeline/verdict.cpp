@@ -1,6 +1,7 @@
 #include "pipeline/verdict.h"
 
 #include "pipeline/compile_diagnostics.h"
+#include "pipeline/sandbox_watch.h"
 
 #include <fmt/format.h>
 
@@ -19,6 +20,14 @@ std::string signal_name(int sig) {
 namespace {
 
 const char* party_name(Party who) { return who == Party::Candidate ? "candidate" : "reference"; }
+
+// The party's device could not be set up (driver init, a context) before any of its code was
+// loaded: the node's fault, whatever the party is. INFRA_ERROR (retried, on a usable GPU), and the
+// job's GPU gets a health check (the daemon reads the watch).
+Decision gpu_unavailable(Party who, const std::string& cause) {
+  record_gpu_unavailable(cause);
+  return Decision{v1::INFRA_ERROR, fmt::format("the GPU could not start the {}: {}", party_name(who), cause)};
+}
 
 // Reference failures are the job's fault (bad reference), except when the sandbox itself failed.
 Decision blame(Party who, v1::Verdict candidate_verdict, std::string message) {
@@ -109,6 +118,7 @@ std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint
     case Outcome::Exited: break;
   }
   if (step.runner && !step.runner->ok()) {
+    if (step.runner->device_unavailable() && !step.device_ready_mark) return gpu_unavailable(who, step.runner->error());
     if (is_cuda_fault(step.runner->error()))
       return blame(who, v1::CUDA_FAULT, fmt::format("{} hit a CUDA fault: {}", party_name(who), step.runner->error()));
     return blame(who, v1::RUNTIME_ERROR, fmt::format("{} failed: {}", party_name(who), step.runner->error()));
@@ -163,7 +173,8 @@ v1::CheatClass cheat_class_named(const std::string& name) {
 }  // namespace
 
 std::optional<Decision> decide_harness(const kjsandbox::Report& s, const nlohmann::json* report, Party who, bool build,
-                                       std::uint32_t wall_limit_ms, const std::optional<std::string>& host_fault) {
+                                       std::uint32_t wall_limit_ms, const std::optional<std::string>& host_fault,
+                                       bool device_ready_mark) {
   const StepOutcome step{s, std::nullopt, host_fault};
   if (auto d = decide_infra(step, build ? "build" : "run")) return d;
   if (s.outcome != Outcome::Exited || s.exit_code != 0 || !report) {
@@ -179,6 +190,7 @@ std::optional<Decision> decide_harness(const kjsandbox::Report& s, const nlohman
   // traceback's last line can be the tail of a tensor printout, a build's is ninja's.
   const std::string cause = report->contains("message") ? last_line(report->value("message", "")) : last_line(error);
   if (build) return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who), cause));
+  if (stage == "device" && !device_ready_mark) return gpu_unavailable(who, cause);
   if (is_cuda_fault(error))
     return blame(who, v1::CUDA_FAULT, fmt::format("{} hit a CUDA fault ({}): {}", party_name(who), stage, cause));
   return blame(who, v1::RUNTIME_ERROR, fmt::format("{} failed ({}): {}", party_name(who), stage, cause));

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "runner/backends.h"
+#include "runner/clock_marks.h"
 #include "runner/cuda_driver.h"
 #include "runner/cuda_launch.h"
 #include "runner/error.h"
@@ -219,6 +220,45 @@ class CudaLauncher final : public Launcher {
   std::vector<void*> values_;
 };
 
+// libcuda, loaded: a node without a usable driver library is DeviceUnavailable too.
+const CudaDriver& device_driver() {
+  try {
+    return CudaDriver::load();
+  } catch (const std::exception& e) {
+    throw DeviceUnavailable(e.what());
+  }
+}
+
+// Driver, device 0 (the sandbox shows one) and its primary context, made current. Nothing of the
+// job is loaded yet, so any failure here is the node's (DeviceUnavailable); the 'D' mark on the
+// daemon's clock then says the device is ready.
+cu::Device set_up_device(const CudaDriver& drv, const v1::RunnerRequest& request, v1::RunnerReport& report) {
+  try {
+    drv.check(drv.Init(0), "cuInit");
+    int count = 0;
+    drv.check(drv.DeviceGetCount(&count), "cuDeviceGetCount");
+    if (count < 1) throw RunnerError("no CUDA device visible");
+    cu::Device dev = 0;
+    drv.check(drv.DeviceGet(&dev, 0), "cuDeviceGet");
+    char name[256] = {};
+    drv.check(drv.DeviceGetName(name, sizeof(name) - 1, dev), "cuDeviceGetName");
+    int version = 0, major = 0, minor = 0;
+    drv.check(drv.DriverGetVersion(&version), "cuDriverGetVersion");
+    drv.check(drv.DeviceGetAttribute(&major, cu::kAttrComputeCapabilityMajor, dev), "cuDeviceGetAttribute(CC major)");
+    drv.check(drv.DeviceGetAttribute(&minor, cu::kAttrComputeCapabilityMinor, dev), "cuDeviceGetAttribute(CC minor)");
+    report.set_device_name(name);
+    report.set_driver_version(fmt::format("{}.{}", version / 1000, (version % 1000) / 10));
+    report.set_platform_version(fmt::format("CUDA driver API, sm_{}{}", major, minor));
+    cu::Context ctx = nullptr;
+    drv.check(drv.DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    drv.check(drv.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+    ClockMarks(request.clock_path()).mark(kDeviceReadyMark);
+    return dev;
+  } catch (const std::exception& e) {
+    throw DeviceUnavailable(e.what());
+  }
+}
+
 }  // namespace
 
 void run_cuda(const v1::RunnerRequest& request, v1::RunnerReport& report) {
@@ -228,25 +268,8 @@ void run_cuda(const v1::RunnerRequest& request, v1::RunnerReport& report) {
   if (auto bad = check_cuda_launch(request.launch())) throw RunnerError(*bad);
   std::vector<HostArg> args = load_working_args(request);
 
-  const CudaDriver& drv = CudaDriver::load();
-  drv.check(drv.Init(0), "cuInit");
-  int count = 0;
-  drv.check(drv.DeviceGetCount(&count), "cuDeviceGetCount");
-  if (count < 1) throw RunnerError("no CUDA device visible");
-  cu::Device dev = 0;
-  drv.check(drv.DeviceGet(&dev, 0), "cuDeviceGet");
-  char name[256] = {};
-  drv.check(drv.DeviceGetName(name, sizeof(name) - 1, dev), "cuDeviceGetName");
-  int version = 0, major = 0, minor = 0;
-  drv.check(drv.DriverGetVersion(&version), "cuDriverGetVersion");
-  drv.check(drv.DeviceGetAttribute(&major, cu::kAttrComputeCapabilityMajor, dev), "cuDeviceGetAttribute(CC major)");
-  drv.check(drv.DeviceGetAttribute(&minor, cu::kAttrComputeCapabilityMinor, dev), "cuDeviceGetAttribute(CC minor)");
-  report.set_device_name(name);
-  report.set_driver_version(fmt::format("{}.{}", version / 1000, (version % 1000) / 10));
-  report.set_platform_version(fmt::format("CUDA driver API, sm_{}{}", major, minor));
-  cu::Context ctx = nullptr;
-  drv.check(drv.DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  drv.check(drv.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  const CudaDriver& drv = device_driver();
+  const cu::Device dev = set_up_device(drv, request, report);
 
   CudaLauncher launcher(drv, dev, args, request.launch(), request.l2_flush() && request.trials() > 0);
   report.set_threads_before(count_threads());  // the driver's own threads exist by now

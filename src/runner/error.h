@@ -11,4 +11,11 @@ class RunnerError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The device could not be set up (driver init, context) before any job code was loaded: the
+// node's fault, reported as RunnerReport.device_unavailable.
+class DeviceUnavailable : public RunnerError {
+ public:
+  using RunnerError::RunnerError;
+};
+
 }  // namespace kjudge::runner

@@ -20,6 +20,7 @@
 namespace {
 
 namespace v1 = kjudge::v1;
+using kjudge::runner::DeviceUnavailable;
 using kjudge::runner::RunnerError;
 
 enum Exit : int { kExitOk = 0, kExitFailed = 1, kExitUsage = 2 };
@@ -78,6 +79,10 @@ int main(int argc, char** argv) {
   try {
     execute(request, report);
     report.set_ok(true);
+  } catch (const DeviceUnavailable& e) {
+    report.set_ok(false);
+    report.set_error(e.what());
+    report.set_device_unavailable(true);
   } catch (const std::exception& e) {  // RunnerError, and bad_alloc & co. from the libraries
     report.set_ok(false);
     report.set_error(e.what());

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "runner/clock_marks.h"
 #include "runner/engine_math.h"
 #include "runner/error.h"
 
@@ -20,25 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The daemon's clock channel. Writes are single bytes to a FIFO (atomic); failures are ignored: a
-// missing mark makes the daemon's cross-check fail closed, not the run.
-class ClockMarks {
- public:
-  explicit ClockMarks(const std::string& path) {
-    if (!path.empty()) fd_ = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  }
-  ~ClockMarks() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ClockMarks(const ClockMarks&) = delete;
-  ClockMarks& operator=(const ClockMarks&) = delete;
-  void mark(char c) const {
-    if (fd_ >= 0) [[maybe_unused]] auto n = ::write(fd_, &c, 1);
-  }
-
- private:
-  int fd_ = -1;
-};
 
 std::uint64_t outputs_digest(const std::vector<HostArg>& args) {
   std::uint64_t h = 0xcbf29ce484222325ull;

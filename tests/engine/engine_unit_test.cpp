@@ -3,6 +3,7 @@
 // SHA-256, the oracle's generator, digests and the median's confidence interval.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <unistd.h>
 
@@ -29,6 +30,23 @@ v1::LaunchConfig launch(std::vector<uint32_t> grid, std::vector<uint32_t> block,
   for (auto b : block) l.add_block(b);
   l.set_shared_mem_bytes(smem);
   return l;
+}
+
+// The daemon's clock on a native loop: [D] S T... E. The runner's device-ready mark before the loop
+// is allowed; any other extra mark voids the span (the overhead is then not subtracted).
+TEST(EngineChecks, HarnessOverheadFromTheLoopSpanAfterTheDeviceReadyMark) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  v1::RunnerReport rep;
+  rep.add_trial_ms(1.0);
+  rep.add_trial_ms(1.0);
+  auto at = [&](double ms) { return t0 + std::chrono::microseconds(static_cast<long>(ms * 1000)); };
+  std::vector<kj::ClockMark> marks = {{'S', at(0)}, {'T', at(1.5)}, {'T', at(3)}, {'E', at(3)}};
+  EXPECT_NEAR(kj::harness_overhead_per_call(rep, marks), 0.5, 1e-6);
+  marks.insert(marks.begin(), kj::ClockMark{'D', at(-50)});
+  EXPECT_NEAR(kj::harness_overhead_per_call(rep, marks), 0.5, 1e-6);
+  marks.insert(marks.begin() + 2, kj::ClockMark{'D', at(1)});  // a second 'D' inside the loop
+  EXPECT_EQ(kj::harness_overhead_per_call(rep, marks), 0.0);
 }
 
 TEST(CudaLaunch, AcceptsKernelAndHostModes) {

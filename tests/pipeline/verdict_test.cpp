@@ -2,6 +2,7 @@
 
 #include <csignal>
 
+#include "pipeline/sandbox_watch.h"
 #include "pipeline/verdict.h"
 
 namespace {
@@ -111,4 +112,37 @@ TEST(Verdict, HostFaultsAreInfraErrorsForEitherParty) {
   }
   // a cancel still wins: the job was stopped on purpose
   EXPECT_EQ(kj::decide_run(faulted(step(Outcome::Cancelled)), Party::Candidate, 1000)->verdict, v1::CANCELLED);
+}
+
+// A run whose device could not be set up (no context: the GPU's memory is gone, the driver is
+// broken) before any job code loaded is the node's fault, and the job's GPU gets a health check.
+// The claim is believed only without the device-ready mark: job code runs after that mark, so it
+// cannot take it back and turn its own failure into an INFRA_ERROR.
+TEST(Verdict, ADeviceThatCannotBeSetUpIsTheNodesFaultUnlessItsReadyMarkArrived) {
+  for (auto who : {Party::Candidate, Party::Reference}) {
+    kj::SandboxWatch watch;
+    kj::SandboxWatchScope scope(&watch);
+    auto no_context = step(Outcome::Exited, 1, 0, false);
+    no_context.runner->set_error("cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY");
+    no_context.runner->set_device_unavailable(true);
+    auto d = kj::decide_run(no_context, who, 1000);
+    EXPECT_EQ(d->verdict, v1::INFRA_ERROR);
+    EXPECT_NE(d->message.find("could not start"), std::string::npos) << d->message;
+    EXPECT_EQ(watch.gpu_unavailable, 1u);
+    no_context.device_ready_mark = true;  // the device was set up: a forged claim, judged as usual
+    EXPECT_NE(kj::decide_run(no_context, who, 1000)->verdict, v1::INFRA_ERROR);
+    EXPECT_EQ(watch.gpu_unavailable, 1u);
+  }
+  kj::SandboxWatch watch;
+  kj::SandboxWatchScope scope(&watch);
+  kjsandbox::Report exited;
+  exited.outcome = Outcome::Exited;  // a role that fails writes its report and exits 0
+  exited.exit_code = 0;
+  const nlohmann::json report = {{"ok", false}, {"stage", "device"}, {"error", "RuntimeError: CUDA error: out of memory"}};
+  EXPECT_EQ(kj::decide_harness(exited, &report, Party::Candidate, false, 1000, std::nullopt, false)->verdict,
+            v1::INFRA_ERROR);
+  EXPECT_EQ(watch.gpu_unavailable, 1u);
+  EXPECT_EQ(kj::decide_harness(exited, &report, Party::Candidate, false, 1000, std::nullopt, true)->verdict,
+            v1::RUNTIME_ERROR);
+  EXPECT_EQ(watch.gpu_unavailable, 1u);
 }
