@@ -23,7 +23,6 @@
 #include "pipeline/kernelbench_build.h"
 #include "pipeline/kernelbench_checks.h"
 #include "pipeline/kernelbench_roofline.h"
-#include "pipeline/sandbox_watch.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sandbox_profiles.h"
@@ -209,9 +208,9 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   }
   if (!prepared->value("ok", false)) {
     detail = prepared->value("error", "");
-    if (detail.find("needs a GPU") != std::string::npos) return fail({v1::INFRA_ERROR, "no GPU visible to the trusted worker"});
+    if (detail.find("needs a GPU") != std::string::npos) return fail(gpu_could_not_serve("no GPU visible to the trusted worker"));
     if (prepared->value("fault", "") == "resources")  // the node's memory at that moment, not the job's fault: retried
-      return fail({v1::INFRA_ERROR, "the trusted worker ran out of device memory making the sets: " + last_line(detail)});
+      return fail(gpu_could_not_serve("the trusted worker ran out of device memory making the sets: " + last_line(detail)));
     return fail({v1::INVALID_JOB, "the reference failed: " + last_line(detail)});
   }
   json& orep = *prepared;
@@ -295,8 +294,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   }
   if (const auto faults = seen->value("worker_faults", json::array()); !faults.empty()) {
     detail = faults.dump();  // the worker's own memory ran out: ours, whatever the candidate then did
-    record_gpu_unavailable("trusted worker: " + faults[0].get<std::string>());  // is the GPU still whole?
-    return fail({v1::INFRA_ERROR, "trusted worker: " + faults[0].get<std::string>()});
+    return fail(gpu_could_not_serve("trusted worker: " + faults[0].get<std::string>()));
   }
   if (auto d = check_channel(*seen, r)) return fail(*d);
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);

@@ -22,11 +22,9 @@ namespace {
 const char* party_name(Party who) { return who == Party::Candidate ? "candidate" : "reference"; }
 
 // The party's device could not be set up (driver init, a context) before any of its code was
-// loaded: the node's fault, whatever the party is. INFRA_ERROR (retried, on a usable GPU), and the
-// job's GPU gets a health check (the daemon reads the watch).
+// loaded: the node's fault, whatever the party is.
 Decision gpu_unavailable(Party who, const std::string& cause) {
-  record_gpu_unavailable(cause);
-  return Decision{v1::INFRA_ERROR, fmt::format("the GPU could not start the {}: {}", party_name(who), cause)};
+  return gpu_could_not_serve(fmt::format("the GPU could not start the {}: {}", party_name(who), cause));
 }
 
 // Reference failures are the job's fault (bad reference), except when the sandbox itself failed.
@@ -96,6 +94,11 @@ bool is_cuda_fault(std::string_view error) {
   for (auto f : kFaults)
     if (error.find(f) != std::string_view::npos) return true;
   return false;
+}
+
+Decision gpu_could_not_serve(const std::string& message) {
+  record_gpu_unavailable(message);
+  return Decision{v1::INFRA_ERROR, message};
 }
 
 std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint32_t wall_limit_ms) {

@@ -62,6 +62,11 @@ std::string signal_name(int sig);
 
 // --- KernelBench-format jobs (the Python harness's roles; see kernelbench_pipeline.cpp) ---
 
+// The job's GPU could not serve it (no context, no device memory for the judge's own work): the
+// node's fault. INFRA_ERROR (retried), and the GPU gets a health check (recorded in the job's
+// SandboxWatch), so a GPU that can no longer serve is quarantined instead of failing every job.
+Decision gpu_could_not_serve(const std::string& message);
+
 // A harness role's end: the sandbox's report, then the role's own JSON report (ok/stage/error).
 // nullopt: the role ran to the end. `build`: failures are COMPILE_ERROR rather than RUNTIME_ERROR.
 // host_fault (HarnessStep::host_fault): INFRA_ERROR, whatever the role reported.
