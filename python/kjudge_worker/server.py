@@ -17,6 +17,10 @@ from . import problems, roofline, transport
 from .job import Heavy, Job, JobError
 
 
+class DeviceUnavailable(RuntimeError):
+    """The worker's GPU could not be set up (no context): the node's fault, not the reference's."""
+
+
 class Worker:
     def __init__(self, root, device_kind, lock_path, cache_fraction, idle_seconds):
         self.root = root
@@ -40,6 +44,7 @@ class Worker:
         self.idle_seconds = idle_seconds
         self.last_request = time.monotonic()
         self.identity = node_identity.node_identity(self.device)
+        self.device_ready = False
 
     def handle(self, req):
         op = req.get("op")
@@ -64,7 +69,19 @@ class Worker:
             raise ValueError(f"no job {req.get('job_id')!r}")
         return job
 
+    def set_up_device(self):
+        """The worker's CUDA context, made before the first reference runs (once), so a GPU that
+        cannot give one is told apart from a reference that fails."""
+        if self.device.type != "cuda" or self.device_ready:
+            return
+        try:
+            torch.ones(1, device=self.device).add_(1).item()
+        except Exception as exc:  # noqa: BLE001 - any failure here is the device's
+            raise DeviceUnavailable(f"the trusted worker could not set up its GPU: {exc}".splitlines()[0]) from exc
+        self.device_ready = True
+
     def prepare(self, req):
+        self.set_up_device()
         t0 = time.perf_counter()
         phases = {}
         path = os.path.join(self.root, req["reference_path"])
@@ -111,6 +128,8 @@ class Worker:
                 reply = self.handle(json.loads(line))
             except JobError as exc:
                 reply = {"ok": False, "error": str(exc), "fault": "reference"}
+            except DeviceUnavailable as exc:  # the node's GPU: kjudged retries and checks the GPU
+                reply = {"ok": False, "error": str(exc)[:2000], "fault": "device"}
             except torch.cuda.OutOfMemoryError as exc:  # other jobs' memory at this moment: kjudged retries
                 torch.cuda.empty_cache()
                 reply = {"ok": False, "error": str(exc)[:2000], "fault": "resources"}

@@ -209,6 +209,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   if (!prepared->value("ok", false)) {
     detail = prepared->value("error", "");
     if (detail.find("needs a GPU") != std::string::npos) return fail(gpu_could_not_serve("no GPU visible to the trusted worker"));
+    if (prepared->value("fault", "") == "device") return fail(gpu_could_not_serve(last_line(detail)));
     if (prepared->value("fault", "") == "resources")  // the node's memory at that moment, not the job's fault: retried
       return fail(gpu_could_not_serve("the trusted worker ran out of device memory making the sets: " + last_line(detail)));
     return fail({v1::INVALID_JOB, "the reference failed: " + last_line(detail)});

@@ -237,3 +237,24 @@ def test_a_candidate_that_dies_mid_request_is_not_a_protocol_violation(worker):
     s.close()  # gone before the reply
     res = ask(worker, {"op": "results", "job_id": "j1"})
     assert res["protocol_errors"] == [] and res["flags"] == [], res
+
+
+def test_a_gpu_that_cannot_give_the_worker_a_context_is_the_devices_fault(tmp_path, monkeypatch):
+    # A GPU whose memory is gone fails the worker's first CUDA call ("CUDA error: out of memory",
+    # not torch's OutOfMemoryError). Before any reference runs, that is the device's fault: kjudged
+    # retries the job and checks the GPU, instead of blaming the job's reference (INVALID_JOB).
+    from kjudge_worker.server import Worker
+    w = Worker(str(tmp_path), "cpu", "", 0.3, 30)
+    w.device = torch.device("cuda")
+
+    def no_context(*args, **kwargs):
+        raise RuntimeError("CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
+
+    monkeypatch.setattr(torch, "ones", no_context)
+    a, b = socket.socketpair()
+    with a:
+        a.sendall(json.dumps({"op": "prepare", "job_id": "j1", "reference_path": "refs/none.py"}).encode() + b"\n")
+        w.serve_connection(b)
+        reply = json.loads(a.makefile().readline())
+    assert reply["fault"] == "device", reply
+    assert reply["error"] == "the trusted worker could not set up its GPU: CUDA error: out of memory"
