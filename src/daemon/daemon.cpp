@@ -729,6 +729,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         SandboxWatch watch;
         watch.cancel_fd = h->cancel_fd;
         h->gpu = place_job();
+        watch.gpu_quarantined = [this, gpu = h->gpu] { return gpu_health_.quarantined(gpu); };
         result = h->gpu < 0 ? status_result(job_id, d.tenant, v1::INFRA_ERROR, "no healthy GPU on this node", worker)
                             : judge(job, JudgeContext{config_for_gpu(h->gpu), worker, &watch, builds_.get()});
         // a GPU that could not give a run a context is checked as after a fault

@@ -193,6 +193,11 @@ bool GpuHealth::usable(int gpu) const {
   return gpu_locked(gpu).usable();
 }
 
+bool GpuHealth::quarantined(int gpu) const {
+  std::lock_guard lk(mu_);
+  return gpu_locked(gpu).quarantined;
+}
+
 void GpuHealth::track(int gpu) {
   std::lock_guard lk(mu_);
   gpu_locked(gpu);

@@ -89,6 +89,7 @@ class GpuHealth {
 
   // May a job start on `gpu` now? False while quarantined or while a canary runs on it.
   bool usable(int gpu) const;
+  bool quarantined(int gpu) const;
   // Reports `gpu` (healthy) from now on, before any job has run on it.
   void track(int gpu);
 

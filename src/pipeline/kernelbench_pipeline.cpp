@@ -141,6 +141,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // (compat: KernelBench's), the expected outputs kept there, the baseline when not cached. The
   // reference has its own budget: its time never counts against the candidate's limit.
   clock.start(v1::STAGE_ORACLE);
+  if (backend != "cpu")
+    if (auto d = decide_gpu_still_healthy()) return fail(*d);
   // A one-shot eval judges in turns with the node's other evals (its build ran beside theirs).
   std::optional<GpuLock> turn;
   if (ctx.device_turns) {

@@ -193,6 +193,7 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
   if (!tc.gpu_profile.empty()) {
     device_lock.emplace(gpu_lock_file(cfg));
     (*r.mutable_phase_seconds())["gpu_lock_wait"] = device_lock->seconds_waited();
+    if (auto d = decide_gpu_still_healthy()) return fail(*d);  // a canary holds the lock while it checks
   }
 
   // Oracle: every set from its own secret seed; the daemon keeps the digests of what it wrote.

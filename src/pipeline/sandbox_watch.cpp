@@ -10,6 +10,8 @@ SandboxWatchScope::~SandboxWatchScope() { current_watch = previous_; }
 
 int current_cancel_fd() { return current_watch ? current_watch->cancel_fd : -1; }
 
+bool job_gpu_quarantined() { return current_watch && current_watch->gpu_quarantined && current_watch->gpu_quarantined(); }
+
 void record_gpu_unavailable(const std::string& what) {
   if (!current_watch) return;
   ++current_watch->gpu_unavailable;

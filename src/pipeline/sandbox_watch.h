@@ -4,6 +4,7 @@
 // Installed per slot thread by judge() for the job's duration: a job runs on one thread.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "kjsandbox/sandbox.h"
@@ -14,6 +15,8 @@ struct SandboxWatch {
   // In: an eventfd kjudged signals when the job (or its batch) is cancelled. Every sandbox of the
   // job polls it and kills its tree at once (Outcome::Cancelled). -1: not cancellable.
   int cancel_fd = -1;
+  // In: whether the GPU the job was placed on has been quarantined since (kjudged). Unset: never.
+  std::function<bool()> gpu_quarantined;
   // Out: runs with device nodes bound (a GPU) that we killed (wall limit, output limit, cancel)
   // or that died by a signal, and runs whose tree did not die after SIGKILL (stuck in a driver).
   unsigned gpu_runs = 0;
@@ -36,6 +39,9 @@ class SandboxWatchScope {
 
 // The current scope's cancel fd (-1: none), for waits outside a sandbox (a shared build's lease).
 int current_cancel_fd();
+
+// Whether the current job's GPU was quarantined after the job was placed on it (while it built).
+bool job_gpu_quarantined();
 
 // A run's GPU could not be set up before any job code was loaded (recorded into the current scope).
 void record_gpu_unavailable(const std::string& what);

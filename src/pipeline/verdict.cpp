@@ -101,6 +101,11 @@ Decision gpu_could_not_serve(const std::string& message) {
   return Decision{v1::INFRA_ERROR, message};
 }
 
+std::optional<Decision> decide_gpu_still_healthy() {
+  if (!job_gpu_quarantined()) return std::nullopt;
+  return Decision{v1::INFRA_ERROR, "this job's GPU was quarantined while the job was being built: retried on a healthy GPU"};
+}
+
 std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint32_t wall_limit_ms) {
   const auto& s = step.sandbox;
   if (auto d = decide_infra(step, "run")) return d;

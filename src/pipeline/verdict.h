@@ -67,6 +67,10 @@ std::string signal_name(int sig);
 // SandboxWatch), so a GPU that can no longer serve is quarantined instead of failing every job.
 Decision gpu_could_not_serve(const std::string& message);
 
+// Before a job's first GPU work: if its GPU was quarantined while the job built, INFRA_ERROR, so it
+// is retried on a healthy GPU instead of running on a broken one (and being blamed for it).
+std::optional<Decision> decide_gpu_still_healthy();
+
 // A harness role's end: the sandbox's report, then the role's own JSON report (ok/stage/error).
 // nullopt: the role ran to the end. `build`: failures are COMPILE_ERROR rather than RUNTIME_ERROR.
 // host_fault (HarnessStep::host_fault): INFRA_ERROR, whatever the role reported.

@@ -10,6 +10,7 @@
 #include "cli/job_builder.h"
 #include "kjsandbox/sandbox.h"
 #include "pipeline/judge.h"
+#include "pipeline/sandbox_watch.h"
 #include "pipeline/workspace.h"
 
 namespace {
@@ -63,6 +64,30 @@ TEST_P(PipelineExample, GetsItsVerdict) {
     ASSERT_GT(r.correctness_size(), 0);
     EXPECT_GT(r.correctness(0).outputs(0).mismatches(), 0u);
   }
+}
+
+// kjudged places a job on a GPU before it builds. If that GPU is quarantined meanwhile (another
+// job's fault), the job's GPU work must not start there: INFRA_ERROR, retried on a healthy GPU.
+TEST(PipelineGpu, AJobWhoseGpuWasQuarantinedWhileItBuiltDoesNotRunThere) {
+  std::string why;
+  ASSERT_TRUE(kjsandbox::namespaces_available(&why)) << why;
+  kj::Config cfg = kj::load_config(std::nullopt);
+  cfg.state_dir = fs::temp_directory_path() / ("kjpipe-q-" + std::to_string(::getpid()));
+  cfg.runner_path = KJ_RUNNER;
+  kj::prepare_state_dir(cfg.state_dir);
+  kj::cli::JobSpec spec;
+  spec.task_json = fs::path(KJ_EXAMPLES_DIR) / "cuda/saxpy/task.json";
+  spec.candidate = fs::path(KJ_EXAMPLES_DIR) / "cuda/saxpy/ok.cu";
+  spec.trials = 3;
+  const v1::Job job = kj::cli::build_job(spec);
+  kj::SandboxWatch watch;
+  watch.gpu_quarantined = [] { return true; };
+  const v1::Result r = kj::judge(job, kj::JudgeContext{cfg, "test/0", &watch});
+  fs::remove_all(cfg.state_dir);
+  EXPECT_EQ(v1::Verdict_Name(r.status()), "INFRA_ERROR") << r.message();
+  EXPECT_NE(r.message().find("GPU was quarantined"), std::string::npos) << r.message();
+  EXPECT_EQ(r.stage_reached(), v1::STAGE_BUILD) << "nothing ran on the quarantined GPU";
+  EXPECT_TRUE(r.compile().ok()) << r.compile().log();
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, PipelineExample, ::testing::ValuesIn(load_examples()),
