@@ -31,18 +31,23 @@ def windows(path):
 def main(smi, marks, gpus):
     minor_of = {int(f[0]): int(f[1]) for f in (line.split(",") for line in open(gpus) if line.strip())}
     rows = list(samples(smi, minor_of))
-    print(f"{'window':<14} {'gpu':>4} {'seconds':>8} {'samples':>8} {'busy%':>7} {'mean util%':>11} {'max MiB':>9}")
+    print(f"{'window':<18} {'gpu':>4} {'seconds':>8} {'samples':>8} {'busy%':>7} {'mean util%':>11} {'max MiB':>9}")
     for name, t0, t1 in windows(marks):
-        per = collections.defaultdict(list)
-        for t, minor, util, mem in rows:
-            if t0 <= t <= t1:
-                per[minor].append((util, mem))
-        for minor in sorted(per):
-            s = per[minor]
-            busy = 100 * sum(u > 0 for u, _ in s) / len(s)
-            mean = sum(u for u, _ in s) / len(s)
-            print(f"{name:<14} {minor:>4} {t1 - t0:>8.1f} {len(s):>8} {busy:>7.1f} {mean:>11.1f} {max(m for _, m in s):>9.0f}")
-    print("busy%: share of samples with utilization.gpu > 0 (a kernel ran in the sample period)")
+        # the whole window, then from its first kernel on (a cold batch builds first)
+        first = min((t for t, _, util, _ in rows if t0 <= t <= t1 and util > 0), default=t0)
+        for label, start in ((name, t0), (name + "/kernels", first)):
+            per = collections.defaultdict(list)
+            for t, minor, util, mem in rows:
+                if start <= t <= t1:
+                    per[minor].append((util, mem))
+            for minor in sorted(per):
+                s = per[minor]
+                busy = 100 * sum(u > 0 for u, _ in s) / len(s)
+                mean = sum(u for u, _ in s) / len(s)
+                print(f"{label:<18} {minor:>4} {t1 - start:>8.1f} {len(s):>8} {busy:>7.1f} {mean:>11.1f} "
+                      f"{max(m for _, m in s):>9.0f}")
+    print("busy%: share of samples with utilization.gpu > 0 (a kernel ran in the sample period); "
+          "<window>/kernels: from the window's first kernel on")
 
 
 if __name__ == "__main__":

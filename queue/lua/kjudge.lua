@@ -399,22 +399,24 @@ local function kj_dead_retry(keys, args)
   return id
 end
 
--- kj_build_lease  KEYS: lease-key building-zset caps-hash   ARGV: op owner ttl_ms tenant [capped]
+-- kj_build_lease  KEYS: lease-key building-zset caps-hash [artifact-key]   ARGV: op owner ttl_ms tenant [capped]
 -- The lease on one build (content key) of the shared build store: whoever holds it builds, others
 -- wait for the artifact or for the lease to expire (its holder died). building-zset holds the
 -- tenant's live build leases (score = expiry ms), so a cluster cap (caps-hash field for the tenant,
 -- else '*') bounds its concurrent builds too when capped = '1'.
---   acquire -> 'ok' | 'capped' | the holder's owner string
+--   acquire -> 'ok' | 'capped' | 'built' (artifact-key exists: published since the caller looked)
+--              | the holder's owner string
 --   renew   -> 1 while `owner` still holds it (expiry pushed to now + ttl), else 0
 --   release -> 1 when `owner` held it (deleted), else 0
 local function kj_build_lease(keys, args)
-  check(#keys == 3 and #args >= 4, 'kj_build_lease needs 3 keys and 4 or 5 arguments')
+  check((#keys == 3 or #keys == 4) and #args >= 4, 'kj_build_lease needs 3 or 4 keys and 4 or 5 arguments')
   check(redis.acl_check_cmd('SET', keys[1], 'x'), 'kj_build_lease is for kjudged, not tenant users')
   local op, owner, ttl, tenant = args[1], args[2], tonumber(args[3]), args[4]
   check(owner ~= '' and ttl ~= nil and ttl >= 1 and valid_tenant(tenant), 'invalid arguments')
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if op == 'acquire' then
+    if keys[4] and redis.call('EXISTS', keys[4]) == 1 then return 'built' end
     redis.call('ZREMRANGEBYSCORE', keys[2], '-inf', now)
     if args[5] == '1' then
       local cap = tonumber(redis.call('HGET', keys[3], tenant) or redis.call('HGET', keys[3], '*') or '')

@@ -95,14 +95,15 @@ std::optional<SharedBuild> RedisBuildStore::fetch(kjqueue::Queue& q, const std::
 }
 
 std::string RedisBuildStore::acquire(kjqueue::Queue& q, const std::string& key, const std::string& tenant) {
-  const auto r = q.command({"FCALL", "kj_build_lease", "3", Keys::build_lease(partition_, key),
-                            Keys::building(partition_, tenant), Keys::caps(partition_), "acquire", owner_,
+  // the artifact's key too: one published between the caller's fetch and this call is "built"
+  const auto r = q.command({"FCALL", "kj_build_lease", "4", Keys::build_lease(partition_, key),
+                            Keys::building(partition_, tenant), Keys::caps(partition_),
+                            Keys::artifact(partition_, key), "acquire", owner_,
                             std::to_string(build_.lease.count()), tenant, role_ == Role::Build ? "1" : "0"});
   const std::string got = text(r);
   if (got == "ok") {
     std::lock_guard lk(mu_);
     held_[key] = tenant;
-    if (role_ == Role::Judge) ++local_builds_;
   }
   return got;
 }
@@ -113,10 +114,20 @@ bool RedisBuildStore::builders_alive(kjqueue::Queue& q) {
 }
 
 // A judging node builds what nobody builds while it has local build room; past local_max it leaves
-// the work to live build nodes (and builds itself when there are none).
-bool RedisBuildStore::may_build_here(kjqueue::Queue& q) {
-  if (role_ == Role::Build || local_builds_.load() < local_max_) return true;
-  return !builders_alive(q);
+// the work to live build nodes (and builds itself when there are none). The room is taken here, in
+// one step (a check, then a count after the lease, let concurrent slots all pass the check); a
+// caller that then wins no lease gives it back (unreserve_local).
+bool RedisBuildStore::reserve_local(kjqueue::Queue& q) {
+  if (role_ == Role::Build) return true;
+  for (int n = local_builds_.load(); n < local_max_;)
+    if (local_builds_.compare_exchange_weak(n, n + 1)) return true;
+  if (builders_alive(q)) return false;
+  ++local_builds_;  // past local_max with no build node alive: build anyway, counted
+  return true;
+}
+
+void RedisBuildStore::unreserve_local() {
+  if (role_ == Role::Judge) --local_builds_;
 }
 
 BuildClaim RedisBuildStore::claim(const ClaimRequest& req) {
@@ -133,9 +144,20 @@ BuildClaim RedisBuildStore::claim(const ClaimRequest& req) {
         ++fetched_;
         return {BuildClaim::Artifact, std::move(b), waited()};
       }
-      if (may_build_here(*q) && acquire(*q, req.key, req.tenant) == "ok") {
-        ++leased_;
-        return {BuildClaim::Leased, {}, waited()};
+      if (reserve_local(*q)) {
+        std::string got;
+        try {
+          got = acquire(*q, req.key, req.tenant);
+        } catch (...) {
+          unreserve_local();
+          throw;
+        }
+        if (got == "ok") {
+          ++leased_;
+          return {BuildClaim::Leased, {}, waited()};
+        }
+        unreserve_local();
+        if (got == "built") continue;  // published since the fetch above: take it now
       }
     } catch (const std::exception& e) {  // Redis down, a reply of the wrong shape: build without sharing
       q.broken = true;

@@ -5,7 +5,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <thread>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "buildfarm/artifact.h"
 #include "buildfarm/redis_build_store.h"
@@ -159,6 +163,27 @@ TEST_F(BuildStoreTest, AJudgePastItsLocalBuildsWaitsWhileABuildNodeLivesElseBuil
   EXPECT_EQ(judge.claim(now("l1")).kind, BuildClaim::Busy);  // leaves it to the build node
   builder.withdraw_builder();
   EXPECT_EQ(judge.claim(now("l1")).kind, BuildClaim::Leased);  // no build node alive: builds itself
+}
+
+// local_max is a bound, not a hint: slots claiming at the same moment (each with its own Redis
+// round trip between the check and the lease) never get more local builds than it allows.
+TEST_F(BuildStoreTest, ConcurrentClaimsNeverExceedLocalMax) {
+  Config c = config("judge");
+  c.workers = 16;
+  c.build.local_max = 2;
+  RedisBuildStore judge(c, RedisBuildStore::Role::Judge), builder(config("bn"), RedisBuildStore::Role::Build);
+  builder.announce_builder(10s);
+  for (int round = 0; round < 5; ++round) {
+    std::atomic<int> leased{0};
+    std::vector<std::thread> slots;
+    for (int i = 0; i < 16; ++i)
+      slots.emplace_back([&, i] {
+        if (judge.claim(now(fmt::format("m{}-{}", round, i))).kind == BuildClaim::Leased) ++leased;
+      });
+    for (auto& t : slots) t.join();
+    EXPECT_EQ(leased.load(), 2) << "round " << round;
+    for (int i = 0; i < 16; ++i) judge.release(fmt::format("m{}-{}", round, i));
+  }
 }
 
 TEST_F(BuildStoreTest, ATenantUserCannotTakeLeasesOrTouchArtifacts) {

@@ -32,17 +32,28 @@ void PrintTo(const Example& e, std::ostream* os) { *os << e.candidate << " → "
 
 class PipelineExample : public ::testing::TestWithParam<Example> {};
 
+// A fresh state dir of this process (name: kjpipe-<tag>-<pid>) and the built runner.
+kj::Config test_config(const std::string& tag) {
+  kj::Config cfg = kj::load_config(std::nullopt);
+  cfg.state_dir = fs::temp_directory_path() / ("kjpipe-" + tag + "-" + std::to_string(::getpid()));
+  cfg.runner_path = KJ_RUNNER;
+  kj::prepare_state_dir(cfg.state_dir);
+  return cfg;
+}
+
+kj::cli::JobSpec spec_for(const std::string& task, const std::string& candidate) {
+  kj::cli::JobSpec spec;
+  spec.task_json = fs::path(KJ_EXAMPLES_DIR) / task;
+  spec.candidate = fs::path(KJ_EXAMPLES_DIR) / candidate;
+  return spec;
+}
+
 TEST_P(PipelineExample, GetsItsVerdict) {
   const auto& ex = GetParam();
   std::string why;
   ASSERT_TRUE(kjsandbox::namespaces_available(&why)) << why;
-  kj::Config cfg = kj::load_config(std::nullopt);
-  cfg.state_dir = fs::temp_directory_path() / ("kjpipe-" + std::to_string(::getpid()));
-  cfg.runner_path = KJ_RUNNER;
-  kj::prepare_state_dir(cfg.state_dir);
-  kj::cli::JobSpec spec;
-  spec.task_json = fs::path(KJ_EXAMPLES_DIR) / ex.task;
-  spec.candidate = fs::path(KJ_EXAMPLES_DIR) / ex.candidate;
+  const kj::Config cfg = test_config("ex");
+  kj::cli::JobSpec spec = spec_for(ex.task, ex.candidate);
   spec.run_wall_ms = 4000;
   spec.trials = 3;
   spec.sets = 2;
@@ -71,13 +82,8 @@ TEST_P(PipelineExample, GetsItsVerdict) {
 TEST(PipelineGpu, AJobWhoseGpuWasQuarantinedWhileItBuiltDoesNotRunThere) {
   std::string why;
   ASSERT_TRUE(kjsandbox::namespaces_available(&why)) << why;
-  kj::Config cfg = kj::load_config(std::nullopt);
-  cfg.state_dir = fs::temp_directory_path() / ("kjpipe-q-" + std::to_string(::getpid()));
-  cfg.runner_path = KJ_RUNNER;
-  kj::prepare_state_dir(cfg.state_dir);
-  kj::cli::JobSpec spec;
-  spec.task_json = fs::path(KJ_EXAMPLES_DIR) / "cuda/saxpy/task.json";
-  spec.candidate = fs::path(KJ_EXAMPLES_DIR) / "cuda/saxpy/ok.cu";
+  const kj::Config cfg = test_config("q");
+  kj::cli::JobSpec spec = spec_for("cuda/saxpy/task.json", "cuda/saxpy/ok.cu");
   spec.trials = 3;
   const v1::Job job = kj::cli::build_job(spec);
   kj::SandboxWatch watch;

@@ -409,6 +409,20 @@ def test_systemd_unit_verifies(tmp_path):
     assert p.returncode == 0 and "kjudged.service" not in p.stderr, p.stderr
 
 
+def metrics_with(url, lines, seconds):
+    """The node's /metrics once it has every line given (it may not be listening yet)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            text = urllib.request.urlopen(url).read().decode()
+        except OSError:
+            text = ""
+        if all(line in text for line in lines):
+            return text
+        assert time.monotonic() < deadline, text[-2000:]
+        time.sleep(0.05)
+
+
 def test_one_daemon_over_several_gpus_spreads_jobs_and_reports_each(workdir, daemons):
     # no GPU on a CI machine: CPU jobs still go through placement, so the node's two GPU slots
     # both fill, and each GPU has its series and its running jobs in the heartbeat
@@ -420,27 +434,11 @@ def test_one_daemon_over_several_gpus_spreads_jobs_and_reports_each(workdir, dae
     daemons.append(node)
     ids = [f"g{i}" for i in range(4)]
     metrics = f"http://127.0.0.1:{port}/metrics"
-    deadline = time.monotonic() + 10
-    while True:  # both GPUs are reported before any job ran on them
-        try:
-            text = urllib.request.urlopen(metrics).read().decode()
-        except OSError:
-            text = ""
-        if 'kjudge_gpu_quarantined{gpu="3"} 0' in text and 'kjudge_gpu_quarantined{gpu="5"} 0' in text:
-            break
-        assert time.monotonic() < deadline, text[-2000:]
-        time.sleep(0.05)
+    # both GPUs are reported before any job ran on them
+    metrics_with(metrics, ['kjudge_gpu_quarantined{gpu="3"} 0', 'kjudge_gpu_quarantined{gpu="5"} 0'], 10)
     c.submit_many([trivial(j, argv=("/bin/sleep", "4")) for j in ids])
-    deadline = time.monotonic() + 20
-    while True:  # all four running: two on each GPU (the metrics are live)
-        try:
-            text = urllib.request.urlopen(metrics).read().decode()
-        except OSError:
-            text = ""
-        if 'kjudge_gpu_running_jobs{gpu="3"} 2' in text and 'kjudge_gpu_running_jobs{gpu="5"} 2' in text:
-            break
-        assert time.monotonic() < deadline, text[-2000:]
-        time.sleep(0.05)
+    # all four running: two on each GPU (the metrics are live)
+    text = metrics_with(metrics, ['kjudge_gpu_running_jobs{gpu="3"} 2', 'kjudge_gpu_running_jobs{gpu="5"} 2'], 20)
     assert 'kjudge_gpu_quarantined{gpu="3"} 0' in text and 'kjudge_gpu_quarantined{gpu="5"} 0' in text
     deadline = time.monotonic() + 10
     while True:  # and the heartbeat says so at its next beat
