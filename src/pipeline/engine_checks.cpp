@@ -10,6 +10,7 @@
 #include <set>
 
 #include "pipeline/dtype.h"
+#include "runner/clock_marks.h"
 #include "runner/engine_math.h"
 
 namespace kj {
@@ -105,7 +106,7 @@ namespace {
 // Exactly [D] S T... E: the device-ready mark, then one loop with a T per timed call.
 std::optional<double> loop_span_ms(const v1::RunnerReport& report, const std::vector<ClockMark>& all) {
   const std::size_t n = static_cast<std::size_t>(report.trial_ms_size());
-  const std::size_t skip = !all.empty() && all.front().event == kDeviceReadyMark ? 1 : 0;
+  const std::size_t skip = !all.empty() && all.front().event == kjudge::runner::kDeviceReadyMark ? 1 : 0;
   const std::vector<ClockMark> marks(all.begin() + static_cast<std::ptrdiff_t>(skip), all.end());
   if (marks.size() != n + 2 || marks.front().event != 'S' || marks.back().event != 'E') return std::nullopt;
   for (std::size_t i = 1; i + 1 < marks.size(); ++i)

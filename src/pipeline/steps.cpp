@@ -16,6 +16,7 @@
 
 #include "kjsandbox/sandbox.h"
 #include "pipeline/host_fault.h"
+#include "runner/clock_marks.h"
 #include "pipeline/sandbox_watch.h"
 #include "pipeline/sandbox_profiles.h"
 
@@ -112,7 +113,7 @@ ClockReader::~ClockReader() {
 }
 
 bool has_device_ready_mark(const std::vector<ClockMark>& marks) {
-  return std::any_of(marks.begin(), marks.end(), [](const ClockMark& m) { return m.event == kDeviceReadyMark; });
+  return std::any_of(marks.begin(), marks.end(), [](const ClockMark& m) { return m.event == kjudge::runner::kDeviceReadyMark; });
 }
 
 StepOutcome run_runner_clocked(const Config& cfg, const fs::path& job_dir, const fs::path& inputs_dir,

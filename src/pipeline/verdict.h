@@ -21,16 +21,14 @@ namespace kj {
 // A sandboxed step as seen from outside: the sandbox's report and, when the step ran
 // kjudge-runner and it left a report, that report. host_fault: after a failed step, what the
 // judge found wrong with the host (pipeline/host_fault.h); it outranks every candidate verdict.
-// The byte a role writes to the daemon's clock FIFO once its device is set up (driver, context),
-// before any job code is loaded. Job code cannot take it back: a role that says its device could
-// not be set up is believed only when this mark never arrived.
-inline constexpr char kDeviceReadyMark = 'D';
-
+// device_ready_mark: the role's device-ready byte (runner/clock_marks.h) reached the daemon's clock
+// FIFO. Job code cannot take it back: a role that says its device could not be set up is believed
+// only without it.
 struct StepOutcome {
   kjsandbox::Report sandbox;
   std::optional<kjudge::v1::RunnerReport> runner;
   std::optional<std::string> host_fault;
-  bool device_ready_mark = false;  // a clocked run: kDeviceReadyMark reached the daemon
+  bool device_ready_mark = false;
 };
 
 struct Decision {
@@ -74,7 +72,7 @@ std::optional<Decision> decide_gpu_still_healthy();
 // A harness role's end: the sandbox's report, then the role's own JSON report (ok/stage/error).
 // nullopt: the role ran to the end. `build`: failures are COMPILE_ERROR rather than RUNTIME_ERROR.
 // host_fault (HarnessStep::host_fault): INFRA_ERROR, whatever the role reported.
-// device_ready_mark: the role's kDeviceReadyMark arrived (a failed "device" stage without it is
+// device_ready_mark: the role's device-ready byte arrived (a failed "device" stage without it is
 // the node's fault: INFRA_ERROR, and the job's GPU is checked).
 std::optional<Decision> decide_harness(const kjsandbox::Report& sandbox, const nlohmann::json* report, Party who,
                                        bool build, std::uint32_t wall_limit_ms,

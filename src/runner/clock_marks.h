@@ -9,8 +9,9 @@
 namespace kjudge::runner {
 
 // Marks: 'D' the device is set up (driver, context), before any job code is loaded (the daemon
-// believes a device_unavailable report only without it; kj::kDeviceReadyMark, pipeline/verdict.h);
-// 'S' the timed loop starts, 'T' per timed call, 'E' the loop ends.
+// believes a device_unavailable report only without it; the KernelBench candidate role writes it
+// too, python/kjudge_harness/candidate.py); 'S' the timed loop starts, 'T' per timed call, 'E' the
+// loop ends.
 inline constexpr char kDeviceReadyMark = 'D';
 
 // The daemon's clock channel. Writes are single bytes to a FIFO (atomic); failures are ignored: a
