@@ -5,9 +5,12 @@ replayed from the build memo (no build sandbox) in well under 0.5 s. Real `kjudg
 processes, real sandboxes, real g++."""
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
@@ -40,9 +43,17 @@ def events(stderr, name):
     return out
 
 
-def test_concurrent_first_uses_wait_for_one_pch(tmp_path):
-    base = Path(tempfile.mkdtemp(prefix="kjudge-pch."))
-    base.chmod(0o711)
+@pytest.fixture
+def base():
+    """Outside pytest's 0700 tmp_path (the sandboxes' user must reach the cache); removed after the
+    test: the precompiled header and its builds are about 1.9 GB a run."""
+    d = Path(tempfile.mkdtemp(prefix="kjudge-pch."))
+    d.chmod(0o711)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_concurrent_first_uses_wait_for_one_pch(tmp_path, base):
     cache = base / "cache"
     cache.mkdir(mode=0o755)
     config = tmp_path / "kb.toml"
