@@ -45,6 +45,20 @@ v1::TensorComparison comparison_from_json(const nlohmann::json& j) {
   return c;
 }
 
+// Threads the candidate started and left running: work that goes on after a call can write its
+// outputs after they were read, so the outputs it left (wrong, or a reused buffer still holding an
+// earlier set's answer) say nothing until this is ruled out.
+static std::optional<Decision> check_threads_left(const nlohmann::json& c, v1::Result& r) {
+  const int py_threads = c.value("python_threads_started", 0);
+  const int before = c.value("threads_before", -1), after = c.value("threads_after", -1);
+  const int left = std::max(py_threads, before > 0 && after > 0 ? after - before : 0);
+  r.mutable_legality()->set_threads_left(left);
+  if (left <= 0) return std::nullopt;
+  add_flag(r, "threads_left_behind");
+  return cheat(r, v1::CHEAT_DEFERRED,
+               fmt::format("{} thread(s) started by the candidate were still running after its last call", left));
+}
+
 std::optional<Decision> check_before_compare(const KernelBenchFacts& f, v1::Result& r) {
   const auto& c = *f.candidate;
   if (c.contains("guards_changed") && c["guards_changed"].is_array() && !c["guards_changed"].empty()) {
@@ -52,6 +66,7 @@ std::optional<Decision> check_before_compare(const KernelBenchFacts& f, v1::Resu
     return cheat(r, v1::CHEAT_TIMER_PATCH,
                  "the candidate replaced functions the judge relies on: " + c["guards_changed"].dump());
   }
+  if (auto d = check_threads_left(c, r)) return d;
   for (const auto& flag : f.worker ? f.worker->value("flags", nlohmann::json::array()) : nlohmann::json::array()) {
     const std::string s = flag.get<std::string>();
     if (s.rfind("output_of_earlier_set:", 0) != 0) continue;
@@ -111,22 +126,12 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
     return cheat(r, v1::CHEAT_TAMPER, fmt::format("forward modified its inputs ({}); inputs are read-only",
                                                   mutated.empty() ? std::string("timed calls") : mutated.dump()));
   }
-  // 2. Threads the candidate started and left running.
-  const int py_threads = c.value("python_threads_started", 0);
-  const int before = c.value("threads_before", -1), after = c.value("threads_after", -1);
-  const int left = std::max(py_threads, before > 0 && after > 0 ? after - before : 0);
-  r.mutable_legality()->set_threads_left(left);
-  if (left > 0) {
-    add_flag(r, "threads_left_behind");
-    return cheat(r, v1::CHEAT_DEFERRED,
-                 fmt::format("{} thread(s) started by the candidate were still running after its last call", left));
-  }
   if (!c.value("built_at_run", nlohmann::json::array()).empty()) add_flag(r, "extension_built_at_run_time");
   if (!f.timed || !c.contains("timing")) return std::nullopt;
   const auto& t = c["timing"];
   if (t.value("stop_reason", "") == "compat") return std::nullopt;  // KernelBench's loop: no engine checks
 
-  // 3. Audited timed calls (inputs perturbed per call): full outputs against the oracle's.
+  // 2. Audited timed calls (inputs perturbed per call): full outputs against the oracle's.
   const auto trial_ms = json_doubles(t, "trial_ms"), wall_ms = json_doubles(t, "trial_wall_ms");
   unsigned audits = 0;
   const auto& audited = (*f.worker)["audits"];
@@ -145,7 +150,7 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
   }
   r.mutable_performance()->set_audits(audits);
 
-  // 4. The daemon's clock over the loop against the in-process figures.
+  // 3. The daemon's clock over the loop against the in-process figures.
   double in_sum = 0;
   for (double x : trial_ms) in_sum += x;
   auto* perf = r.mutable_performance();
@@ -174,7 +179,7 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
     add_flag(r, "inprocess_exceeds_outside");
     return Decision{v1::SUSPICIOUS, "the reported call times exceed the daemon's own clock (forged report?)"};
   }
-  // 5. Device work outside the timed stream: host wall (launch .. device-wide sync) against the
+  // 4. Device work outside the timed stream: host wall (launch .. device-wide sync) against the
   // events, beyond what the clean process's harness overhead explains.
   if (t.value("method", "") == "cuda_events") {
     const double ev = median(trial_ms), wall = median(wall_ms);

@@ -248,6 +248,26 @@ TEST(KernelBenchChecks, AnOutputReplayedFromAnEarlierSetIsMemoization) {
   EXPECT_NE(d->message.find("'declared-2' is the expected output of set 'declared'"), std::string::npos) << d->message;
 }
 
+TEST(KernelBenchChecks, ThreadsLeftRunningDecideBeforeAReplayedOrWrongOutput) {
+  // A detached thread that fills the output late: the buffer read meanwhile may hold an earlier
+  // set's answer (a reused allocation) or garbage; either way the cause is the deferred work.
+  const json worker = {{"flags", {"output_of_earlier_set:spike:large"}}};
+  json cand = {{"outputs", json::array()}, {"threads_before", 4}, {"threads_after", 5}};
+  kj::KernelBenchFacts f;
+  f.candidate = &cand;
+  f.worker = &worker;
+  v1::Result r;
+  auto d = kj::check_before_compare(f, r);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(r.cheat_class(), v1::CHEAT_DEFERRED) << d->message;
+  EXPECT_EQ(r.legality().threads_left(), 1u);
+  cand["threads_after"] = 4;  // no thread left: the replay is memoization
+  r.Clear();
+  d = kj::check_before_compare(f, r);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(r.cheat_class(), v1::CHEAT_MEMOIZATION) << d->message;
+}
+
 TEST(KernelBenchBuild, ExtensionCacheFolderPerTenantAndCandidateSource) {
   kj::Config cfg;
   cfg.kernelbench.cache_dir = std::filesystem::path(::testing::TempDir()) / "kb-ext-ns";
