@@ -2,12 +2,12 @@
 (>= 2x the device's L2) and a persisting-L2 reset; device-wide synchronisation; CUDA events on
 the GPU, perf_counter on the CPU; an adaptive number of trials (stop when the 95% interval of the
 median is within the target, or the budget ends); a rotating pool of input sets, each call's
-inputs perturbed; audited calls whose outputs go to the daemon; one byte per loop event to the
-daemon's clock FIFO. Compat mode is KernelBench's loop: 3 warm-ups, 100 event-timed trials on the
+inputs perturbed; audited calls whose outputs go to the daemon; the loop's start and end (with a
+byte per call) sent to the daemon's clock socket. Compat mode is KernelBench's loop: 3 warm-ups, 100 event-timed trials on the
 current stream, no flush."""
 import ctypes
 import math
-import os
+import socket
 import time
 
 import torch
@@ -15,24 +15,43 @@ import torch
 from . import inputs as kin
 
 _perf_ns = time.perf_counter_ns  # bound before candidate code runs
+_Socket = socket.socket
 
 
 class Clock:
-    """The daemon's clock: single-byte writes to a FIFO (atomic); absent path = no-op."""
+    """The daemon's clock: marks sent as datagrams to its unix socket, which the kernel stamps when
+    sent (src/runner/clock_marks.h has the same writer). 'T' marks are held and sent in front of the
+    next other mark: only the loop's start and end need a time, and a loop stays three datagrams.
+    Absent path = no-op; a failed send loses the mark, and the daemon's check then fails closed."""
 
     def __init__(self, path):
-        self.fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK) if path else None
+        self.sock, self.held = None, b""
+        if path:
+            try:
+                self.sock = _Socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                self.sock.settimeout(1.0)
+                self.sock.connect(path)
+            except OSError:
+                self.close()
 
     def mark(self, ch):
-        if self.fd is not None:
+        self.held += ch
+        if ch != b"T":
+            self.send_held()
+
+    def send_held(self):
+        if self.sock is not None and self.held:
             try:
-                os.write(self.fd, ch)
+                self.sock.send(self.held)
             except OSError:
                 pass
+        self.held = b""
 
     def close(self):
-        if self.fd is not None:
-            os.close(self.fd)
+        self.send_held()
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
 def median_rel_ci(xs):

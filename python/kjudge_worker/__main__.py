@@ -3,7 +3,7 @@
 The trusted worker kjudged keeps per GPU and tenant (its own sandbox, the GPU's device profile):
 torch imported and CUDA initialised once, references and input sets cached on the device.
 `root` is its directory (/job in the sandbox): the control socket, the references kjudged puts
-there, the jobs' channel sockets and clock FIFOs."""
+there, the jobs' channel sockets and clock sockets."""
 import sys
 
 from .server import Worker

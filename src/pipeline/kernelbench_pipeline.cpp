@@ -193,7 +193,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   const auto budget = std::chrono::milliseconds(cfg.kernelbench.reference_wall_ms);
   const auto asked = std::chrono::steady_clock::now();
   {
-    ClockReader reader(wjob.clock_fifo());
+    ClockReader reader(wjob.clock_socket());
     prepared = wjob.prepare(prep_req, budget, why);
     oracle_marks = reader.finish();
   }
@@ -280,9 +280,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   std::vector<ClockMark> marks;
   HarnessStep cand;
   {
-    // The daemon's clock: a FIFO the candidate's harness writes one byte per loop event to.
-    const fs::path fifo = cand_dir / "clock";
-    ClockReader reader(fifo);
+    // The daemon's clock: the socket the candidate's harness sends its loop marks to.
+    ClockReader reader(cand_dir / "clock");
     cand = run_harness(cfg, c);
     marks = reader.finish();
   }

@@ -1,22 +1,17 @@
 #include "pipeline/steps.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
-#include <thread>
 #include <sstream>
 
 #include "kjsandbox/sandbox.h"
 #include "pipeline/host_fault.h"
-#include "runner/clock_marks.h"
 #include "pipeline/sandbox_watch.h"
 #include "pipeline/sandbox_profiles.h"
 
@@ -68,59 +63,11 @@ StepOutcome run_runner(const Config& cfg, const fs::path& job_dir, const fs::pat
   return step;
 }
 
-ClockReader::ClockReader(const fs::path& fifo) : fifo_(fifo) {
-  fs::remove(fifo_);
-  if (::mkfifo(fifo_.c_str(), 0622) != 0 || ::chmod(fifo_.c_str(), 0622) != 0)
-    throw std::runtime_error("mkfifo " + fifo_.string() + " failed");
-  // Non-blocking, so no writer is needed yet.
-  fd_ = ::open(fifo_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd_ < 0) throw std::runtime_error("cannot open " + fifo_.string());
-  reader_ = std::thread([this] {
-    char buf[256];
-    for (;;) {
-      pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, 10);
-      if (ready > 0 && (p.revents & POLLIN)) {
-        const ssize_t n = ::read(fd_, buf, sizeof(buf));
-        const auto now = std::chrono::steady_clock::now();
-        for (ssize_t i = 0; i < n; ++i) got_.push_back({buf[i], now});
-        if (n > 0) continue;
-      }
-      if (done_.load()) {
-        const ssize_t n = ::read(fd_, buf, sizeof(buf));  // whatever is left
-        const auto now = std::chrono::steady_clock::now();
-        for (ssize_t i = 0; i < n; ++i) got_.push_back({buf[i], now});
-        return;
-      }
-      if (ready > 0 && !(p.revents & POLLIN)) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // POLLHUP
-    }
-  });
-}
-
-std::vector<ClockMark> ClockReader::finish() {
-  if (reader_.joinable()) {
-    done_ = true;
-    reader_.join();
-  }
-  return std::move(got_);
-}
-
-ClockReader::~ClockReader() {
-  finish();
-  if (fd_ >= 0) ::close(fd_);
-  std::error_code ec;
-  fs::remove(fifo_, ec);
-}
-
-bool has_device_ready_mark(const std::vector<ClockMark>& marks) {
-  return std::any_of(marks.begin(), marks.end(), [](const ClockMark& m) { return m.event == kjudge::runner::kDeviceReadyMark; });
-}
-
 StepOutcome run_runner_clocked(const Config& cfg, const fs::path& job_dir, const fs::path& inputs_dir,
                                const kjudge::v1::RunnerRequest& request, std::uint32_t wall_ms,
                                std::uint64_t output_bytes, const std::string& device_profile,
-                               const std::string& fifo_name, std::vector<ClockMark>& marks) {
-  ClockReader reader(job_dir / fifo_name);
+                               const std::string& socket_name, std::vector<ClockMark>& marks) {
+  ClockReader reader(job_dir / socket_name);
   StepOutcome step = run_runner(cfg, job_dir, inputs_dir, request, wall_ms, output_bytes, device_profile);
   marks = reader.finish();
   step.device_ready_mark = has_device_ready_mark(marks);

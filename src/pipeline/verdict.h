@@ -22,7 +22,7 @@ namespace kj {
 // kjudge-runner and it left a report, that report. host_fault: after a failed step, what the
 // judge found wrong with the host (pipeline/host_fault.h); it outranks every candidate verdict.
 // device_ready_mark: the role's device-ready byte (runner/clock_marks.h) reached the daemon's clock
-// FIFO. Job code cannot take it back: a role that says its device could not be set up is believed
+// socket. Job code cannot take it back: a role that says its device could not be set up is believed
 // only without it.
 struct StepOutcome {
   kjsandbox::Report sandbox;

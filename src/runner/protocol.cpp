@@ -160,7 +160,7 @@ void run_protocol(const v1::RunnerRequest& request, std::vector<HostArg>& args, 
   const unsigned min_trials = std::min(max_trials, std::max(request.min_trials(), 1u));
   const double target = request.target_rel_ci() > 0 ? request.target_rel_ci() : 0.0;
   const auto t0 = std::chrono::steady_clock::now();
-  const ClockMarks clock(request.clock_path());
+  ClockMarks clock(request.clock_path());
   std::vector<double> times;
   std::string stop = "max_trials";
   clock.mark('S');

@@ -7,8 +7,8 @@
 //     written in full;
 //  3. adaptive stop: at least min_trials, then until the 95% CI of the median is within
 //     target_rel_ci, max `trials`, or budget_ms of host time;
-//  4. one byte per loop event on clock_path ('S' start, 'T' per timed call, 'E' end), which the
-//     daemon timestamps with its own clock.
+//  4. one byte per loop event on clock_path ('S' start, 'T' per timed call, 'E' end), sent as
+//     datagrams the kernel stamps (runner/clock_marks.h).
 #pragma once
 
 #include <filesystem>

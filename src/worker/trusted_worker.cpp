@@ -79,7 +79,7 @@ TrustedWorker::~TrustedWorker() {
   if (thread_.joinable()) thread_.join();
   ::close(cancel_fd_);
   std::error_code ec;
-  fs::remove_all(dir_, ec);  // its sockets, references and FIFOs: nothing outlives the worker
+  fs::remove_all(dir_, ec);  // its sockets, references and clock sockets: nothing outlives the worker
 }
 
 void TrustedWorker::kill() {

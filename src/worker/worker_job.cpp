@@ -36,7 +36,7 @@ WorkerJob::~WorkerJob() {
   std::error_code ec;
   fs::remove(worker_->dir() / reference_rel_, ec);
   fs::remove_all(channel_dir(), ec);
-  fs::remove(clock_fifo(), ec);
+  fs::remove(clock_socket(), ec);
 }
 
 std::optional<json> WorkerJob::prepare(json req, std::chrono::milliseconds timeout, std::string& why) {

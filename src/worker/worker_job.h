@@ -1,5 +1,5 @@
 // One job in its tenant's trusted worker: the files it needs in the worker's directory (the
-// reference source, the directory of the candidate's channel socket, the clock FIFO of the
+// reference source, the directory of the candidate's channel socket, the clock socket of the
 // reference's timed loop) and its two requests, `prepare` before the candidate runs and
 // `results` after. The destructor forgets the job in the worker and removes its files.
 #pragma once
@@ -27,8 +27,8 @@ class WorkerJob {
   // The host dir holding the channel socket: bound at /chan in the candidate's sandbox.
   std::filesystem::path channel_dir() const { return worker_->dir() / channel_rel_; }
   static constexpr const char* kChannelInCandidate = "/chan/sock";
-  // The FIFO the worker's baseline loop marks (host path, for the daemon's ClockReader).
-  std::filesystem::path clock_fifo() const { return worker_->dir() / clock_rel_; }
+  // The clock socket the worker's baseline loop marks (host path, for the daemon's ClockReader).
+  std::filesystem::path clock_socket() const { return worker_->dir() / clock_rel_; }
 
   // `req` gets op, job_id and the paths added. nullopt: the worker failed (`why`).
   std::optional<nlohmann::json> prepare(nlohmann::json req, std::chrono::milliseconds timeout, std::string& why);

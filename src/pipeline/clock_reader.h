@@ -1,0 +1,46 @@
+// The daemon's own clock over a timed loop. The loop's process sends its marks (one byte per
+// event: runner/clock_marks.h) as datagrams to a unix socket in its job dir; the kernel stamps
+// each datagram when it is sent (SO_TIMESTAMPNS), so a reader thread scheduled late on a loaded
+// node still sees when each mark was made, and a candidate cannot move the stamps.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+namespace kj {
+
+struct ClockMark {
+  char event;
+  std::chrono::steady_clock::time_point at;  // when the mark was sent (the kernel's stamp)
+};
+
+// Reads every datagram waiting on fd (a socket with SO_TIMESTAMPNS on) and appends one mark per
+// byte, each at its datagram's send time. Returns without blocking.
+void drain_clock_socket(int fd, std::vector<ClockMark>& out);
+
+// The daemon's end: the socket is bound (mode 0622, so a sandbox's uid may send) at construction,
+// before the sandbox starts; a thread drains it until finish().
+class ClockReader {
+ public:
+  explicit ClockReader(const std::filesystem::path& socket_path);
+  ~ClockReader();
+  ClockReader(const ClockReader&) = delete;
+  ClockReader& operator=(const ClockReader&) = delete;
+  // Stops the thread after draining what is left; returns the marks in arrival order.
+  std::vector<ClockMark> finish();
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::atomic<bool> done_{false};
+  std::vector<ClockMark> got_;
+  std::thread reader_;
+};
+
+// Whether the role's device-ready byte (kjudge::runner::kDeviceReadyMark) reached the daemon.
+bool has_device_ready_mark(const std::vector<ClockMark>& marks);
+
+}  // namespace kj

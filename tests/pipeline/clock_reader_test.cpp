@@ -1,0 +1,78 @@
+// The daemon's clock: marks stamped when sent, whenever the daemon reads them.
+#include "pipeline/clock_reader.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "pipeline/kernelbench_checks.h"
+#include "runner/clock_marks.h"
+
+namespace {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// The flaw this replaces: a reader that stamps bytes when it reads them saw 0 ms here, and a
+// reader delayed on a loaded host stretched a loop's span by its delay (a false SUSPICIOUS).
+TEST(ClockReader, AMarkKeepsItsSendTimeHoweverLateItIsRead) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
+  const int on = 1;
+  ASSERT_EQ(::setsockopt(fds[0], SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)), 0);
+  ASSERT_EQ(::send(fds[1], "S", 1, 0), 1);
+  std::this_thread::sleep_for(120ms);
+  ASSERT_EQ(::send(fds[1], "TTE", 3, 0), 3);
+  std::this_thread::sleep_for(300ms);  // the reader is late
+  std::vector<kj::ClockMark> marks;
+  kj::drain_clock_socket(fds[0], marks);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_EQ(marks.size(), 4u);
+  EXPECT_EQ(std::string({marks[0].event, marks[1].event, marks[2].event, marks[3].event}), "STTE");
+  const auto span = kj::loop_span(marks, 2);
+  ASSERT_TRUE(span);
+  EXPECT_GE(*span, 119.0);
+  EXPECT_LT(*span, 250.0);  // not the 420 ms a late reader's own clock would add
+}
+
+// The runner's writer and the daemon's reader on a job dir whose path is longer than a unix
+// socket address holds (the reader binds through /proc/self/fd).
+TEST(ClockReader, TheRunnersMarksArriveInOrderWithTimedCallsBatched) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("kj-clock-" + std::string(120, 'x'));
+  fs::create_directories(dir);
+  const fs::path sock = dir / "clock";
+  std::vector<kj::ClockMark> marks;
+  {
+    kj::ClockReader reader(sock);
+    EXPECT_EQ(fs::status(sock).permissions() & fs::perms::all, fs::perms(0622));
+    {
+      // The sandbox sees the socket at a short path; a symlink stands in for its bind mount.
+      const fs::path short_dir = fs::path("/tmp") / ("kjc." + std::to_string(::getpid()));
+      fs::remove(short_dir);
+      fs::create_directory_symlink(dir, short_dir);
+      kjudge::runner::ClockMarks clock((short_dir / "clock").string());
+      clock.mark(kjudge::runner::kDeviceReadyMark);
+      clock.mark('S');
+      for (int i = 0; i < 1000; ++i) clock.mark('T');
+      std::this_thread::sleep_for(50ms);
+      clock.mark('E');
+      fs::remove(short_dir);
+    }
+    marks = reader.finish();
+  }
+  fs::remove_all(dir);
+  ASSERT_EQ(marks.size(), 1003u);
+  EXPECT_TRUE(kj::has_device_ready_mark(marks));
+  const auto span = kj::loop_span(std::vector<kj::ClockMark>(marks.begin() + 1, marks.end()), 1000);
+  ASSERT_TRUE(span);
+  EXPECT_GE(*span, 49.0);
+  EXPECT_EQ(marks[2].at, marks[1002].at);  // the calls' marks went with 'E': one datagram
+  EXPECT_FALSE(fs::exists(sock));
+}
+
+}  // namespace
