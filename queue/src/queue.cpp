@@ -810,8 +810,15 @@ QueueStatus Queue::status() {
     out.tenants.push_back(std::move(ts));
   }
 
-  // Nodes: SCAN (never KEYS) over this partition's heartbeat keys.
-  const std::string prefix = Keys::node(p, "");
+  out.nodes = nodes();
+  return out;
+}
+
+std::vector<NodeStatus> Queue::nodes() {
+  Impl& im = *impl_;
+  std::vector<NodeStatus> out;
+  // SCAN (never KEYS) over this partition's heartbeat keys.
+  const std::string prefix = Keys::node(im.partition, "");
   std::set<std::string> keys;  // SCAN may return a key twice
   std::string cursor = "0";
   do {
@@ -837,7 +844,7 @@ QueueStatus Queue::status() {
       ns.node = k.substr(prefix.size());
       ns.info = text(info);
       ns.ttl_ms = integer(ttl);
-      out.nodes.push_back(std::move(ns));
+      out.push_back(std::move(ns));
     }
   }
   return out;

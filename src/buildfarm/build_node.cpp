@@ -76,9 +76,6 @@ int BuildNode::run() {
   if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
   log::info("daemon.started", {{"node", cfg_.node}, {"role", "build"}, {"workers", cfg_.workers},
                                {"redis", cfg_.redis.url}, {"lease_ms", cfg_.build.lease.count()}});
-  if (cfg_.kernelbench.cuda_arch_list.empty())  // no GPU here to ask: CUDA builds would get other keys than the GPU nodes'
-    log::warn("build.no_cuda_arch", {{"fix", "set [toolchain] cuda_arch (or [kernelbench] cuda_arch_list) to the "
-                                             "judging nodes' value, or their CUDA builds are never taken from here"}});
   boost::asio::io_context ioc;  // the HTTP endpoint's own thread (it inherits the blocked signals)
   std::unique_ptr<HttpServer> server;
   std::thread http_thread;
@@ -170,8 +167,20 @@ void BuildNode::heartbeat(kjqueue::Queue& q) {
                                {"busy", busy}, {"builds_done", builds_done_.load()}, {"pid", ::getpid()}};
   q.heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
   store_.announce_builder(cfg_.build.builder_ttl);
+  adopt_cuda_archs(q.nodes());
   const auto drain = q.command({"EXISTS", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
   drain_requested_ = !drain.empty() && drain.front() == "1";
+}
+
+// No GPU here to ask: CUDA builds target what the judging nodes say their builds target, so the
+// keys match theirs (a build for another architecture would never be taken).
+void BuildNode::adopt_cuda_archs(const std::vector<kjqueue::NodeStatus>& nodes) {
+  auto archs = cuda_arch_lists_to_build(cfg_, nodes);
+  if (archs == cuda_archs_) return;
+  cuda_archs_ = std::move(archs);
+  settled_.forget_keys();
+  log::info("build.cuda_archs", {{"cuda_arch_lists", cuda_archs_},
+                                 {"from", cfg_.kernelbench.cuda_arch_list.empty() ? "judging nodes" : "config"}});
 }
 
 std::vector<BuildNode::RunningPtr> BuildNode::running() {
@@ -219,7 +228,7 @@ std::size_t BuildNode::dispatch(kjqueue::Queue& q) {
       std::lock_guard lk(mu_);
       if (!under_cap(t)) continue;
     }
-    auto w = find_builds(q, store_, cfg_, t, free, settled_);
+    auto w = find_builds(q, store_, cfg_, cuda_archs_, t, free, settled_);
     if (!w.empty()) found[t] = std::move(w);
   }
   for (bool any = true; free > 0 && any;) {
@@ -272,9 +281,12 @@ void BuildNode::build(const RunningPtr& r) {
   watch.cancel_fd = r->cancel_fd;
   SandboxWatchScope scope(&watch);
   try {
-    const PrebuildOutcome o = prebuild_kernelbench(job, cfg_, store_);
+    Config cfg = cfg_;  // this build's own copy: the architecture its key was made with
+    if (!r->work.cuda_arch_list.empty()) cfg.kernelbench.cuda_arch_list = r->work.cuda_arch_list;
+    const PrebuildOutcome o = prebuild_kernelbench(job, cfg, store_);
     ++builds_done_;
     log::info("build.done", {{"job_id", job.job_id()}, {"tenant", job.tenant()}, {"key", r->work.key},
+                             {"cuda_arch_list", r->work.cuda_arch_list},
                              {"verdict", o.verdict}, {"message", o.message}, {"seconds", o.seconds}});
   } catch (const std::exception& e) {
     store_.release(r->work.key);  // a judging node builds it, or another build node

@@ -1,7 +1,8 @@
 // kjudged --role build: a build-only node (no GPU). It looks for KernelBench-format jobs that need
 // a build on the tenants' job streams (buildfarm/build_scan.h), takes each build's lease in the
 // shared store, builds in its compile sandbox and publishes the artifact; the judging nodes take
-// it from there. Cancel markers kill a running build; deadlines, priority lanes with aging, the
+// it from there. Its CUDA builds target the architectures the judging nodes publish in their
+// heartbeats (`cuda_arch_list`), unless its config names one. Cancel markers kill a running build; deadlines, priority lanes with aging, the
 // per-node tenant cap ([tenants.<t>] max_running) and the cluster cap (kjudge admin cap, counted
 // over live build leases) apply as they do to judging. SIGTERM/SIGINT or `kjudge admin drain`
 // drain: no new builds, running ones finish up to queue.drain_timeout_ms, then their leases go
@@ -46,6 +47,7 @@ class BuildNode {
   HttpReply http(const std::string& target);
   void tick(kjqueue::Queue& q);
   void heartbeat(kjqueue::Queue& q);
+  void adopt_cuda_archs(const std::vector<kjqueue::NodeStatus>& nodes);
   void poll_cancels(kjqueue::Queue& q);
   std::size_t dispatch(kjqueue::Queue& q);  // builds started
   std::size_t free_slots();
@@ -59,6 +61,7 @@ class BuildNode {
   Config cfg_;
   RedisBuildStore store_;
   Settled settled_;
+  std::vector<std::string> cuda_archs_;  // what CUDA builds target (cuda_arch_lists_to_build); loop thread only
   std::mutex mu_;
   std::map<std::string, RunningPtr> running_;  // content key -> build
   std::map<std::string, unsigned> per_tenant_;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <regex>
 #include <variant>
+
+#include <nlohmann/json.hpp>
 
 #include "common/log.h"
 #include "daemon/job_clock.h"
@@ -57,38 +60,72 @@ void Settled::add(const std::string& entry) {
   keys_.erase(entry);
 }
 
-const std::string* Settled::key_of(const std::string& entry) const {
+const std::vector<std::string>* Settled::keys_of(const std::string& entry) const {
   auto it = keys_.find(entry);
   return it == keys_.end() ? nullptr : &it->second;
 }
 
-void Settled::remember(const std::string& entry, const std::string& key) {
+void Settled::remember(const std::string& entry, std::vector<std::string> keys) {
   if (keys_.size() >= kSettledMax) keys_.clear();
-  keys_[entry] = key;
+  keys_[entry] = std::move(keys);
+}
+
+std::vector<std::string> cuda_arch_lists_to_build(const Config& cfg, const std::vector<kjqueue::NodeStatus>& nodes) {
+  if (!cfg.kernelbench.cuda_arch_list.empty()) return {cfg.kernelbench.cuda_arch_list};
+  static const std::regex arch_list("[0-9A-Za-z.;+ ]{1,64}");  // TORCH_CUDA_ARCH_LIST: "9.0", "8.0;9.0+PTX"
+  std::set<std::string> seen;
+  for (const auto& n : nodes) {
+    const auto info = nlohmann::json::parse(n.info, nullptr, /*allow_exceptions=*/false);
+    if (!info.is_object() || info.value("role", "") == "build") continue;
+    const auto it = info.find("cuda_arch_list");
+    if (it != info.end() && it->is_string() && std::regex_match(it->get<std::string>(), arch_list))
+      seen.insert(it->get<std::string>());
+  }
+  return {seen.begin(), seen.end()};
 }
 
 std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, const Config& cfg,
-                                   const std::string& tenant, std::size_t want, Settled& settled) {
+                                   const std::vector<std::string>& cuda_arch_lists, const std::string& tenant,
+                                   std::size_t want, Settled& settled) {
   std::vector<BuildWork> out;
   const double now = now_ms(), aging = static_cast<double>(cfg.queue.priority_aging.count());
+  std::vector<Config> per_arch;  // the config a CUDA build of each architecture runs with
+  for (const auto& arch : cuda_arch_lists) {
+    per_arch.push_back(cfg);
+    per_arch.back().kernelbench.cuda_arch_list = arch;
+  }
+  const auto all_taken = [&store](const std::vector<std::string>& keys) {
+    return std::all_of(keys.begin(), keys.end(), [&store](const std::string& k) { return store.taken(k); });
+  };
   for (int lane : kjqueue::kLanes) {
     for (const auto& d : q.unfinished(tenant, lane, cfg.build.scan_max)) {
       const std::string entry = Keys::jobs(d.partition, tenant, lane) + "/" + d.entry_id;
       if (settled.has(entry)) continue;
-      if (const std::string* known = settled.key_of(entry); known && store.taken(*known)) continue;
+      if (const auto* known = settled.keys_of(entry); known && all_taken(*known)) continue;
       auto job = kernelbench_job(d, cfg);
       if (!job || finished(q, *job, d)) {
         log::debug("build.settled", {{"entry", entry}, {"job", job.has_value()}});
         settled.add(entry);
         continue;
       }
-      std::string key = kernelbench_build_key(*job, cfg);
-      settled.remember(entry, key);
-      if (store.taken(key)) {  // built, or being built: looked at again while it has no result
-        log::debug("build.taken", {{"job_id", job->job_id()}, {"key", key}});
-        continue;
+      std::vector<BuildWork> wanted;
+      if (!kernelbench_build_needs_cuda_arch(*job))
+        wanted.push_back({*job, kernelbench_build_key(*job, cfg), entry, 0, ""});
+      else
+        for (const auto& c : per_arch)
+          wanted.push_back({*job, kernelbench_build_key(*job, c), entry, 0, c.kernelbench.cuda_arch_list});
+      if (wanted.empty()) continue;  // a CUDA job and no architecture known yet
+      std::vector<std::string> keys;
+      for (const auto& w : wanted) keys.push_back(w.key);
+      settled.remember(entry, keys);
+      for (auto& w : wanted) {
+        if (store.taken(w.key)) {  // built, or being built: looked at again while it has no result
+          log::debug("build.taken", {{"job_id", job->job_id()}, {"key", w.key}});
+          continue;
+        }
+        w.score = lane * aging + (now - entry_ms(d.entry_id));
+        out.push_back(std::move(w));
       }
-      out.push_back({std::move(*job), std::move(key), entry, lane * aging + (now - entry_ms(d.entry_id))});
     }
   }
   log::debug("build.scan", {{"tenant", tenant}, {"found", out.size()}, {"settled", settled.size()}});

@@ -22,26 +22,36 @@ struct BuildWork {
   std::string key;     // the build's content key
   std::string entry;   // "<stream>/<entry id>"
   double score = 0;    // lane x priority_aging + time waited (ms): highest first, as kj_fetch orders
+  std::string cuda_arch_list;  // what a CUDA build targets (the key includes it); empty: no CUDA
 };
 
 // What earlier passes learnt, so later ones decode less: entries that never need a build (no
-// KernelBench job, a result, a cancel, a passed deadline), and each entry's content key (an entry
-// whose key is built or being built is skipped without decoding its job). Bounded.
+// KernelBench job, a result, a cancel, a passed deadline), and each entry's content keys (one per
+// CUDA architecture built for; an entry whose keys are all built or being built is skipped without
+// decoding its job). Bounded.
 class Settled {
  public:
   bool has(const std::string& entry) const { return done_.count(entry) > 0; }
   void add(const std::string& entry);
   std::size_t size() const { return done_.size(); }
-  const std::string* key_of(const std::string& entry) const;
-  void remember(const std::string& entry, const std::string& key);
+  const std::vector<std::string>* keys_of(const std::string& entry) const;
+  void remember(const std::string& entry, std::vector<std::string> keys);
+  void forget_keys() { keys_.clear(); }  // the architectures built for changed
 
  private:
   std::set<std::string> done_;
-  std::map<std::string, std::string> keys_;
+  std::map<std::string, std::vector<std::string>> keys_;
 };
 
-// At most `want` of the tenant's entries that need a build, best score first.
+// The CUDA architectures a build node builds for: its config's when set, else every distinct
+// `cuda_arch_list` the live judging nodes publish in their heartbeats (sorted). Empty: CUDA
+// builds are left to the judging nodes (a key nobody computes would be a build nobody takes).
+std::vector<std::string> cuda_arch_lists_to_build(const Config& cfg, const std::vector<kjqueue::NodeStatus>& nodes);
+
+// At most `want` of the tenant's builds that are needed, best score first: one per entry, or for a
+// CUDA job one per architecture in `cuda_arch_lists`.
 std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, const Config& cfg,
-                                   const std::string& tenant, std::size_t want, Settled& settled);
+                                   const std::vector<std::string>& cuda_arch_lists, const std::string& tenant,
+                                   std::size_t want, Settled& settled);
 
 }  // namespace kj::buildfarm

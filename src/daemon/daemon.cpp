@@ -21,6 +21,7 @@
 #include "pipeline/gpu_lock.h"
 #include "pipeline/harness_step.h"
 #include "pipeline/judge.h"
+#include "pipeline/kernelbench_build.h"
 #include "worker/worker_pool.h"
 #include "pipeline/sandbox_profiles.h"
 #include "pipeline/validate.h"
@@ -201,6 +202,8 @@ void Daemon::heartbeat() {
     nlohmann::json info = {{"version", KJUDGE_VERSION}, {"workers", cfg_.workers}, {"busy", busy},
                            {"jobs_done", jobs_done_.load()}, {"pid", ::getpid()}, {"draining", stopping_.load()},
                            {"gpus", gpu_health_.to_json()}, {"gpu_jobs", gpu_jobs_json()}};
+    // What this node's CUDA builds target: build nodes (no GPU to ask) build for it.
+    if (const auto arch = kernelbench_cuda_arch_list(cfg_); !arch.empty()) info["cuda_arch_list"] = arch;
     loop_queue_->heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
     notify("STATUS=" + std::string(stopping_ ? "draining" : "fetching") + ", busy " + std::to_string(busy) + "/" +
            std::to_string(cfg_.workers) + ", jobs done " + std::to_string(jobs_done_.load()));

@@ -52,11 +52,7 @@ fs::path kernelbench_ext_cache_dir(const v1::Job& job, const Config& cfg) {
   return private_dir(private_dir(kernelbench_cache_root(cfg) / "torch-ext") / h.hex().substr(0, 32));
 }
 
-namespace {
-
-// TORCH_CUDA_ARCH_LIST for builds: the config's, else the GPU's compute capability (asked once).
-// One architecture: the harness builds that gencode only.
-std::string cuda_arch_list(const Config& cfg) {
+std::string kernelbench_cuda_arch_list(const Config& cfg) {
   if (!cfg.kernelbench.cuda_arch_list.empty()) return cfg.kernelbench.cuda_arch_list;
   static std::once_flag once;
   static std::string detected;
@@ -70,6 +66,8 @@ std::string cuda_arch_list(const Config& cfg) {
   });
   return detected;
 }
+
+namespace {
 
 bool pch_ready(const fs::path& dir) { return fs::exists(dir / "pch" / "torch" / "extension.h.gch"); }
 
@@ -206,8 +204,10 @@ bool all_cache_hits(const json& records) {
   return all;
 }
 
+bool backend_needs_cuda_arch(const std::string& backend) { return backend != "cpu" && backend != "triton"; }
+
 std::string build_arch(const Config& cfg, const std::string& backend) {
-  return backend != "cpu" && backend != "triton" ? cuda_arch_list(cfg) : "";
+  return backend_needs_cuda_arch(backend) ? kernelbench_cuda_arch_list(cfg) : "";
 }
 
 BuildMemo build_memo(const v1::Job& job, const Config& cfg, const std::string& backend) {
@@ -371,6 +371,10 @@ const char* kernelbench_backend_name(v1::Backend b) {
 
 std::string kernelbench_build_key(const v1::Job& job, const Config& cfg) {
   return shared_key(build_memo(job, cfg, kernelbench_backend_name(job.kernelbench().backend())), cfg);
+}
+
+bool kernelbench_build_needs_cuda_arch(const v1::Job& job) {
+  return backend_needs_cuda_arch(kernelbench_backend_name(job.kernelbench().backend()));
 }
 
 KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,

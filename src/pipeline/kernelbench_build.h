@@ -59,6 +59,14 @@ struct KernelBenchBuild {
 // "cuda", "triton", "cpu", "hip", "musa".
 const char* kernelbench_backend_name(kjudge::v1::Backend b);
 
+// TORCH_CUDA_ARCH_LIST of this node's CUDA builds: the config's, else its GPU's compute capability
+// (nvidia-smi, asked once); empty with neither. One architecture: the harness builds that gencode
+// only. Judging nodes publish it in their heartbeat; build nodes without a GPU adopt it.
+std::string kernelbench_cuda_arch_list(const Config& cfg);
+
+// Whether the job's build (its backend) depends on the CUDA architecture; cpu and triton do not.
+bool kernelbench_build_needs_cuda_arch(const kjudge::v1::Job& job);
+
 // The job's build's content key in the shared build store: the build memo's key (sources, sizes,
 // policy overrides, backend, arch, tenant) with the node's toolchain identity.
 std::string kernelbench_build_key(const kjudge::v1::Job& job, const Config& cfg);

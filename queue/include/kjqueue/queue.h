@@ -270,6 +270,8 @@ class Queue {
   // Per registered tenant: stream length, pending, lag, completions; live nodes (SCAN, not KEYS).
   // Throws QueueError naming the key when a tenant's key is not a stream.
   QueueStatus status();
+  // The live nodes of this partition and their heartbeats.
+  std::vector<NodeStatus> nodes();
 
   // Raw command for tools and tests (argv form, binary-safe). Returns the reply as text/array
   // rendered to a string vector; integers as decimal text; nil as empty optional.
