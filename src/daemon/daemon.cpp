@@ -736,7 +736,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         result = h->gpu < 0 ? status_result(job_id, d.tenant, v1::INFRA_ERROR, "no healthy GPU on this node", worker)
                             : judge(job, JudgeContext{config_for_gpu(h->gpu), worker, &watch, builds_.get()});
         // a GPU that could not give a run a context is checked as after a fault
-        h->gpu_outcome = GpuHealth::classify(result.status() == v1::CUDA_FAULT || watch.gpu_unavailable > 0, false,
+        h->gpu_outcome = GpuHealth::classify(result.status() == v1::CUDA_FAULT, watch.gpu_unavailable > 0, false,
                                              watch.gpu_runs_killed > 0, watch.gpu_runs_stuck > 0);
         h->gpu_incident = job_id + ": " + (result.status() == v1::CUDA_FAULT ? result.message() : watch.last_gpu_incident);
         metrics_.judge_seconds.observe(std::chrono::duration<double>(Clock::now() - j0).count());

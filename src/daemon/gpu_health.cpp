@@ -37,6 +37,7 @@ const char* to_string(GpuJobOutcome o) {
     case GpuJobOutcome::Killed: return "killed";
     case GpuJobOutcome::Timeout: return "timeout";
     case GpuJobOutcome::CudaFault: return "cuda_fault";
+    case GpuJobOutcome::Unavailable: return "gpu_unavailable";
     case GpuJobOutcome::StuckChild: return "stuck_child";
   }
   return "unknown";
@@ -110,9 +111,10 @@ GpuHealth::Gpu& GpuHealth::gpu_locked(int gpu) const {
   return *slot;
 }
 
-GpuJobOutcome GpuHealth::classify(bool cuda_fault, bool timed_out, bool killed, bool stuck) {
+GpuJobOutcome GpuHealth::classify(bool cuda_fault, bool unavailable, bool timed_out, bool killed, bool stuck) {
   if (stuck) return GpuJobOutcome::StuckChild;
   if (cuda_fault) return GpuJobOutcome::CudaFault;
+  if (unavailable) return GpuJobOutcome::Unavailable;
   if (timed_out) return GpuJobOutcome::Timeout;
   if (killed) return GpuJobOutcome::Killed;
   return GpuJobOutcome::Clean;

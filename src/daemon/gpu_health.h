@@ -35,6 +35,7 @@ enum class GpuJobOutcome {
   Killed,      // we killed a run that held the GPU (output limit, cancel, memory, seccomp) or it died by a signal
   Timeout,     // a run that held the GPU hit its wall limit
   CudaFault,   // verdict CUDA_FAULT (illegal address, device-side assert, launch failure)
+  Unavailable, // a run's GPU could not be set up (no context, no memory for one): the node's fault
   StuckChild,  // a run's process tree did not die after SIGKILL: stuck in the driver
 };
 const char* to_string(GpuJobOutcome o);
@@ -109,7 +110,7 @@ class GpuHealth {
   std::string render_metrics() const;       // Prometheus text: kjudge_gpu_* gauges and counters
 
   // Worst first: stuck > CUDA fault > timeout > kill > clean.
-  static GpuJobOutcome classify(bool cuda_fault, bool timed_out, bool killed, bool stuck);
+  static GpuJobOutcome classify(bool cuda_fault, bool unavailable, bool timed_out, bool killed, bool stuck);
 
  private:
   struct Gpu;

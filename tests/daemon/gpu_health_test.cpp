@@ -97,13 +97,13 @@ TEST(GpuHealth, CleanJobRunsNoCanary) {
 TEST(GpuHealth, FaultRunsCanaryAndAPassKeepsTheGpu) {
   ScriptedCanary c;
   GpuHealth h(c.fn());
-  for (auto o : {GpuJobOutcome::CudaFault, GpuJobOutcome::Timeout, GpuJobOutcome::Killed})
+  for (auto o : {GpuJobOutcome::CudaFault, GpuJobOutcome::Unavailable, GpuJobOutcome::Timeout, GpuJobOutcome::Killed})
     EXPECT_TRUE(h.after_job(3, o, "job j1")) << kj::to_string(o);
-  EXPECT_EQ(c.runs(), 3u);
-  EXPECT_EQ(c.calls, (std::vector<int>{3, 3, 3}));
+  EXPECT_EQ(c.runs(), 4u);
+  EXPECT_EQ(c.calls, (std::vector<int>{3, 3, 3, 3}));
   const auto s = status_of(h, 3);
   EXPECT_EQ(s.state, GpuState::Healthy);
-  EXPECT_EQ(s.canaries, 3u);
+  EXPECT_EQ(s.canaries, 4u);
   EXPECT_EQ(s.canary_failures, 0u);
   EXPECT_EQ(s.quarantines, 0u);
   EXPECT_EQ(s.last_canary, "pass");
@@ -348,11 +348,12 @@ TEST(GpuHealth, StuckChildWhileACanaryRunsReleasesTheWaiters) {
 }
 
 TEST(GpuHealth, ClassifyPicksTheWorst) {
-  EXPECT_EQ(GpuHealth::classify(false, false, false, false), GpuJobOutcome::Clean);
-  EXPECT_EQ(GpuHealth::classify(false, false, true, false), GpuJobOutcome::Killed);
-  EXPECT_EQ(GpuHealth::classify(false, true, true, false), GpuJobOutcome::Timeout);
-  EXPECT_EQ(GpuHealth::classify(true, true, true, false), GpuJobOutcome::CudaFault);
-  EXPECT_EQ(GpuHealth::classify(true, true, true, true), GpuJobOutcome::StuckChild);
+  EXPECT_EQ(GpuHealth::classify(false, false, false, false, false), GpuJobOutcome::Clean);
+  EXPECT_EQ(GpuHealth::classify(false, false, false, true, false), GpuJobOutcome::Killed);
+  EXPECT_EQ(GpuHealth::classify(false, false, true, true, false), GpuJobOutcome::Timeout);
+  EXPECT_EQ(GpuHealth::classify(false, true, true, true, false), GpuJobOutcome::Unavailable);
+  EXPECT_EQ(GpuHealth::classify(true, true, true, true, false), GpuJobOutcome::CudaFault);
+  EXPECT_EQ(GpuHealth::classify(true, true, true, true, true), GpuJobOutcome::StuckChild);
 }
 
 TEST(GpuHealth, JsonAndMetrics) {
