@@ -72,6 +72,9 @@ std::optional<Decision> decide_build(const StepOutcome& step, Party who, const s
     case Outcome::Exited: break;
   }
   const auto first_error = first_compile_error(log);
+  // An OpenCL build runs on the device: one that could not get the device or a context is the node's.
+  if (step.runner && !step.runner->ok() && step.runner->device_unavailable() && !step.device_ready_mark)
+    return gpu_unavailable(who, step.runner->error());
   if (step.runner && !step.runner->ok())
     return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who),
                                                      first_error ? describe(*first_error) : step.runner->error()));

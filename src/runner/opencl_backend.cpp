@@ -14,6 +14,7 @@
 #include "runner/cl_device.h"
 #include "runner/cl_errors.h"
 #include "runner/cl_handles.h"
+#include "runner/clock_marks.h"
 #include "runner/error.h"
 #include "runner/files.h"
 #include "runner/protocol.h"
@@ -33,6 +34,23 @@ ClContext make_context(const ClDevice& d) {
   ClContext ctx(clCreateContext(props.data(), 1, &d.device, nullptr, nullptr, &rc));
   cl_check(rc, "clCreateContext");
   return ctx;
+}
+
+// The device and its context, before anything of the job is loaded: a failure here (no device of
+// the wanted type, no context) is the node's, DeviceUnavailable.
+struct ClSetup {
+  ClDevice device;
+  ClContext context;
+};
+
+ClSetup set_up_device(v1::RunnerReport& report) {
+  try {
+    const ClDevice d = select_device();
+    describe_device(d, report);
+    return {d, make_context(d)};
+  } catch (const RunnerError& e) {
+    throw DeviceUnavailable(e.what());
+  }
 }
 
 std::string build_log(cl_program p, cl_device_id d) {
@@ -181,9 +199,9 @@ void build_opencl(const v1::RunnerRequest& request, v1::RunnerReport& report) {
   if (request.entry().empty()) throw RunnerError("BUILD needs entry (the kernel name)");
   const std::string source = read_file(request.source_path(), "source");
 
-  const ClDevice d = select_device();
-  describe_device(d, report);
-  const ClContext ctx = make_context(d);
+  const ClSetup setup = set_up_device(report);
+  const ClDevice& d = setup.device;
+  const ClContext& ctx = setup.context;
   cl_int rc = CL_SUCCESS;
   const char* text = source.data();
   const std::size_t length = source.size();
@@ -212,9 +230,10 @@ void run_opencl(const v1::RunnerRequest& request, v1::RunnerReport& report) {
   if (binary.empty()) throw RunnerError(fmt::format("program binary {} is empty", request.artifact_path()));
   std::vector<HostArg> args = load_working_args(request);
 
-  const ClDevice d = select_device();
-  describe_device(d, report);
-  const ClContext ctx = make_context(d);
+  const ClSetup setup = set_up_device(report);
+  const ClDevice& d = setup.device;
+  const ClContext& ctx = setup.context;
+  ClockMarks(request.clock_path()).mark(kDeviceReadyMark);  // before the job's program is loaded
   cl_int rc = CL_SUCCESS;
   cl_int binary_status = CL_SUCCESS;
   const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());

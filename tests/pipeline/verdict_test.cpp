@@ -132,6 +132,14 @@ TEST(Verdict, ADeviceThatCannotBeSetUpIsTheNodesFaultUnlessItsReadyMarkArrived) 
     no_context.device_ready_mark = true;  // the device was set up: a forged claim, judged as usual
     EXPECT_NE(kj::decide_run(no_context, who, 1000)->verdict, v1::INFRA_ERROR);
     EXPECT_EQ(watch.gpu_unavailable, 1u);
+    // an OpenCL build runs on the device too
+    auto no_cl_context = step(Outcome::Exited, 1, 0, false);
+    no_cl_context.runner->set_error("clCreateContext failed: CL_OUT_OF_HOST_MEMORY");
+    no_cl_context.runner->set_device_unavailable(true);
+    EXPECT_EQ(kj::decide_build(no_cl_context, who, "")->verdict, v1::INFRA_ERROR);
+    EXPECT_EQ(watch.gpu_unavailable, 2u);
+    no_cl_context.runner->set_device_unavailable(false);
+    EXPECT_EQ(kj::decide_build(no_cl_context, who, "")->verdict, v1::COMPILE_ERROR);
   }
   kj::SandboxWatch watch;
   kj::SandboxWatchScope scope(&watch);
