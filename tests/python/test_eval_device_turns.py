@@ -35,24 +35,24 @@ def blocked_on(path, pid):
 
 
 def test_an_eval_waits_for_the_device_turn_another_holds():
-    _, cache, cfg = eval_workspace("kjudge-turn.")
-    turn = os.open(cache / "cpu.turn", os.O_RDWR | os.O_CREAT, 0o666)
-    fcntl.flock(turn, fcntl.LOCK_EX)  # another eval is judging
-    proc = subprocess.Popen([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--kb-reference",
-                             str(TASK / "reference.py"), "--kb-candidate", str(TASK / "cpu_ok.py"), "--backend", "cpu",
-                             "--json", "--trials", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 600
-    while not blocked_on(cache / "cpu.turn", proc.pid):  # it built, then queued for the turn
-        assert proc.poll() is None, "the eval finished while another held the device turn"
-        assert time.monotonic() < deadline, "the eval never asked for the device turn"
-        time.sleep(0.1)
-    time.sleep(HELD_AFTER_S)
-    assert proc.poll() is None
-    os.close(turn)  # that eval is done
-    out, err = proc.communicate(timeout=600)
-    result = json.loads(out)
-    assert result["status"] == "OK", (result.get("message"), err[-2000:])
-    waited = result["phaseSeconds"]["device_turn_wait"]
-    build = sum(s.get("seconds", 0.0) for s in result["stages"] if s.get("stage") == "STAGE_BUILD")
-    print(f"build {build:.1f} s, waited for the turn {waited:.1f} s")
-    assert waited >= HELD_AFTER_S, (build, waited)
+    with eval_workspace("kjudge-turn.") as (_, cache, cfg):
+        turn = os.open(cache / "cpu.turn", os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(turn, fcntl.LOCK_EX)  # another eval is judging
+        proc = subprocess.Popen([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--kb-reference",
+                                 str(TASK / "reference.py"), "--kb-candidate", str(TASK / "cpu_ok.py"), "--backend", "cpu",
+                                 "--json", "--trials", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 600
+        while not blocked_on(cache / "cpu.turn", proc.pid):  # it built, then queued for the turn
+            assert proc.poll() is None, "the eval finished while another held the device turn"
+            assert time.monotonic() < deadline, "the eval never asked for the device turn"
+            time.sleep(0.1)
+        time.sleep(HELD_AFTER_S)
+        assert proc.poll() is None
+        os.close(turn)  # that eval is done
+        out, err = proc.communicate(timeout=600)
+        result = json.loads(out)
+        assert result["status"] == "OK", (result.get("message"), err[-2000:])
+        waited = result["phaseSeconds"]["device_turn_wait"]
+        build = sum(s.get("seconds", 0.0) for s in result["stages"] if s.get("stage") == "STAGE_BUILD")
+        print(f"build {build:.1f} s, waited for the turn {waited:.1f} s")
+        assert waited >= HELD_AFTER_S, (build, waited)

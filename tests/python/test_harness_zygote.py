@@ -69,23 +69,23 @@ def candidate_source(host_dir):
 
 @pytest.mark.parametrize("zygote", [True, False])
 def test_candidate_from_the_zygote_is_sandboxed_and_skips_the_import(tmp_path, zygote):
-    base, _, cfg = eval_workspace("kjudge-zyg.", zygote=zygote)
-    # a model's answer, as a trainer sends it: the extraction (harness modules imported late) and
-    # the build run as resumed roles too
-    cand = base / "completion.md"
-    cand.write_text("Here is the kernel.\n\n```python\n" + candidate_source(ROOT / "python") + "```\n")
-    cand.chmod(0o644)
-    p = subprocess.run([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--kb-reference", str(TASK / "reference.py"),
-                        "--kb-completion", str(cand), "--backend", "cpu", "--json", "--trials", "2"],
-                       capture_output=True, text=True, timeout=900)
-    result = json.loads(p.stdout)
-    assert result["status"] == "OK", (result.get("message"), result.get("feedback"), p.stderr[-2000:])
-    phases = result["phaseSeconds"]
-    build = sum(s.get("seconds", 0.0) for s in result["stages"] if s.get("stage") == "STAGE_BUILD")
-    print(f"zygote={zygote}: build {build:.1f} s, build.import {phases['build.import']:.3f} s, "
-          f"candidate.import {phases['candidate.import']:.3f} s")
-    for role in ("build", "candidate"):
-        if zygote:  # `kjudge eval` waits for the zygote: every role is resumed, torch already imported
-            assert phases[f"{role}.import"] < 0.3, phases
-        else:  # a fresh interpreter imports torch (~2 s here)
-            assert phases[f"{role}.import"] > 0.5, phases
+    with eval_workspace("kjudge-zyg.", zygote=zygote) as (base, _, cfg):
+        # a model's answer, as a trainer sends it: the extraction (harness modules imported late) and
+        # the build run as resumed roles too
+        cand = base / "completion.md"
+        cand.write_text("Here is the kernel.\n\n```python\n" + candidate_source(ROOT / "python") + "```\n")
+        cand.chmod(0o644)
+        p = subprocess.run([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--kb-reference", str(TASK / "reference.py"),
+                            "--kb-completion", str(cand), "--backend", "cpu", "--json", "--trials", "2"],
+                           capture_output=True, text=True, timeout=900)
+        result = json.loads(p.stdout)
+        assert result["status"] == "OK", (result.get("message"), result.get("feedback"), p.stderr[-2000:])
+        phases = result["phaseSeconds"]
+        build = sum(s.get("seconds", 0.0) for s in result["stages"] if s.get("stage") == "STAGE_BUILD")
+        print(f"zygote={zygote}: build {build:.1f} s, build.import {phases['build.import']:.3f} s, "
+              f"candidate.import {phases['candidate.import']:.3f} s")
+        for role in ("build", "candidate"):
+            if zygote:  # `kjudge eval` waits for the zygote: every role is resumed, torch already imported
+                assert phases[f"{role}.import"] < 0.3, phases
+            else:  # a fresh interpreter imports torch (~2 s here)
+                assert phases[f"{role}.import"] > 0.5, phases

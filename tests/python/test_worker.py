@@ -4,6 +4,7 @@ same protocol runs in the end-to-end KernelBench tests; the GPU transport (VMM) 
 (bench/gpu_worker)."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,6 +40,7 @@ def worker():
     yield root
     proc.kill()
     proc.wait()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def ask(root, req):
