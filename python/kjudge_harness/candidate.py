@@ -14,7 +14,8 @@ from . import extensions, guards, phases, protocol, timing, trace
 from .channel import Channel
 from . import inputs as kin
 from .module_loader import load_module
-from .snapshot import InputSnapshot
+from .late_writes import LateWrites
+from .snapshot import TensorSnapshot
 from kjudge_worker import transport
 
 POISON_DOUBLE_BELOW = 256 << 20  # outputs this large get a poisoned block of their own size only
@@ -107,15 +108,17 @@ def run(request, report):
     sets = [e["index"] for e in oracle["sets"] if "skipped" not in e]
     report["stage"] = "correctness"
     outputs, mutated = [], []
+    late = LateWrites(device)
     with torch.no_grad():
         for entry in oracle["sets"]:
             if "skipped" in entry:
                 continue
+            late.check()  # the previous set's output, before this call starts
             k = entry["index"]
             values = chan.inputs(k)
             # GPU inputs are mapped read-only and checked by the worker; host ones are this
             # process's copy-on-write pages, checked here
-            before = InputSnapshot(values) if device.type == "cpu" else None
+            before = TensorSnapshot(values) if device.type == "cpu" else None
             poison(device, entry.get("output_nbytes", 0))
             if device.type == "cuda":
                 # the call starts on an idle device: work a candidate puts on a side stream of its
@@ -130,14 +133,20 @@ def run(request, report):
                 desc.update(transport.describe(out))
                 desc["device"] = str(out.device)
                 desc["aliases_input"] = any(overlaps(out, v) for v in values)
+            late.returned(entry["name"], out, keep=not desc.get("aliases_input"))
             chan.send_output("output", k, out if _type(out) is torch.Tensor else None, desc)
+            if desc.get("aliases_input"):
+                late.check()  # before its inputs are released: an output on their memory goes with them
             outputs.append(desc)
             if before is not None and before.changed(values):
                 mutated.append(entry["name"])
             del out, before, values
             chan.release(k)
+        late.release()
         report["outputs"] = outputs
         report["inputs_mutated"] = mutated
+        report["outputs_changed_after_return"] = late.changed
+        del late
         report["guards_changed"] = guard.changed()
 
         phases.mark("correctness")
@@ -151,7 +160,7 @@ def run(request, report):
                 kept[call] = out
 
             # GPU: the worker checks its copies after the loop; host copies are checked here
-            pool_snapshot = InputSnapshot(v for values in pool for v in values) \
+            pool_snapshot = TensorSnapshot(v for values in pool for v in values) \
                 if not compat and device.type == "cpu" else None
             chan.lock()
             try:

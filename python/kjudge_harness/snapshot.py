@@ -1,5 +1,5 @@
-"""Did a call change its inputs? A byte-exact copy of each input tensor kept on its own device
-and compared after the call runs at memory speed; hashing on the host moved every byte over PCIe
+"""Did a tensor change (a call's inputs; an output after its call returned)? A byte-exact copy of
+each tensor kept on its own device and compared at memory speed; hashing on the host moved every byte over PCIe
 and through a hash (tens of seconds per job for GB-sized GPU inputs). Falls back to the host hash
 when the device has no room for the copy."""
 import hashlib
@@ -37,7 +37,7 @@ def _has_room(values):
     return True
 
 
-class InputSnapshot:
+class TensorSnapshot:
     def __init__(self, values):
         values = list(values)
         self._digest = None if _has_room(values) else host_digest(values)

@@ -66,6 +66,14 @@ std::optional<Decision> check_before_compare(const KernelBenchFacts& f, v1::Resu
     return cheat(r, v1::CHEAT_TIMER_PATCH,
                  "the candidate replaced functions the judge relies on: " + c["guards_changed"].dump());
   }
+  if (const auto late = c.value("outputs_changed_after_return", nlohmann::json::array());
+      late.is_array() && !late.empty()) {
+    add_flag(r, "output_written_after_return");
+    return cheat(r, v1::CHEAT_DEFERRED,
+                 fmt::format("the output for input set(s) {} changed after forward had returned, while none of the "
+                             "candidate's code was called: work left running past the call",
+                             late.dump()));
+  }
   if (auto d = check_threads_left(c, r)) return d;
   for (const auto& flag : f.worker ? f.worker->value("flags", nlohmann::json::array()) : nlohmann::json::array()) {
     const std::string s = flag.get<std::string>();

@@ -38,8 +38,8 @@ struct KernelBenchFacts {
 // The worker's channel refused requests (only code behind the harness's back makes them): CHEAT.
 std::optional<Decision> check_channel(const nlohmann::json& worker, kjudge::v1::Result& r);
 
-// Before the comparison: patched guards, threads left running (their late writes make any output
-// meaningless), an output replayed from an earlier set (the worker's flag), outputs that are not
+// Before the comparison: patched guards, an output that changed after its call returned or threads
+// left running (deferred work: its late writes make any output meaningless), an output replayed from an earlier set (the worker's flag), outputs that are not
 // plain tensors.
 std::optional<Decision> check_before_compare(const KernelBenchFacts& f, kjudge::v1::Result& r);
 
