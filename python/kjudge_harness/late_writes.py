@@ -7,12 +7,14 @@ the run misses such work once it has finished; this does not.
 
 Outputs are also kept alive until the correctness stage ends (up to KEEP_BYTES), so a later set's
 output never lands in an earlier set's freed buffer and shows that set's stale answer (which the
-worker would otherwise read as an answer replayed for other inputs)."""
+worker would otherwise read as an answer replayed for other inputs). An output with no room for
+its copy (device memory, or over HOST_COPY_MAX on the host) is left to the thread count."""
 import torch
 
-from .snapshot import TensorSnapshot
+from .snapshot import TensorSnapshot, has_room
 
 KEEP_BYTES = 256 << 20
+HOST_COPY_MAX = 1 << 30  # a larger host output is left to the thread count (its copy could hit the memory limit)
 _type = type  # bound before candidate code runs
 
 
@@ -27,8 +29,10 @@ class LateWrites:
         """Right after forward returned `out` for set `name` (and the device synced)."""
         if _type(out) is not torch.Tensor:
             return
-        self.pending.append((name, out, TensorSnapshot([out])))
         nbytes = out.numel() * out.element_size()
+        # The copy must be cheap: on the device only with room for it, on the host up to a bound.
+        if has_room([out]) and (out.device.type == "cuda" or nbytes <= HOST_COPY_MAX):
+            self.pending.append((name, out, TensorSnapshot([out])))
         if keep and self.kept_bytes + nbytes <= KEEP_BYTES:
             self.kept.append(out)
             self.kept_bytes += nbytes

@@ -25,7 +25,7 @@ def _raw_bytes(t):
     return t.detach().contiguous().reshape(-1).view(torch.uint8)
 
 
-def _has_room(values):
+def has_room(values):
     need = {}
     for v in values:
         if isinstance(v, torch.Tensor) and v.device.type == "cuda":
@@ -40,7 +40,7 @@ def _has_room(values):
 class TensorSnapshot:
     def __init__(self, values):
         values = list(values)
-        self._digest = None if _has_room(values) else host_digest(values)
+        self._digest = None if has_room(values) else host_digest(values)
         self._saved = None
         if self._digest is None:
             self._saved = [(tuple(v.shape), v.stride(), v.dtype, _raw_bytes(v).clone())
