@@ -107,7 +107,7 @@ def run(request, report):
     chan = Channel(request["channel_path"], device)
     sets = [e["index"] for e in oracle["sets"] if "skipped" not in e]
     report["stage"] = "correctness"
-    outputs, mutated = [], []
+    outputs, mutated, threads_alive = [], [], []
     late = LateWrites(device)
     with torch.no_grad():
         for entry in oracle["sets"]:
@@ -128,6 +128,11 @@ def run(request, report):
             out = model(*values)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
+            # The call returned, its threads did not. CPU backend only until a GPU run shows the CUDA
+            # driver starts no short-lived threads of its own during a call (the late-write check
+            # and the count after the run cover the GPU).
+            if device.type == "cpu" and threads_before > 0 and task_count() > threads_before:
+                threads_alive.append(entry["name"])
             desc = {"index": k, "type": _type(out).__module__ + "." + _type(out).__qualname__}
             if _type(out) is torch.Tensor:
                 desc.update(transport.describe(out))
@@ -146,6 +151,7 @@ def run(request, report):
         report["outputs"] = outputs
         report["inputs_mutated"] = mutated
         report["outputs_changed_after_return"] = late.changed
+        report["threads_alive_after_call"] = threads_alive
         del late
         report["guards_changed"] = guard.changed()
 

@@ -53,10 +53,20 @@ static std::optional<Decision> check_threads_left(const nlohmann::json& c, v1::R
   const int before = c.value("threads_before", -1), after = c.value("threads_after", -1);
   const int left = std::max(py_threads, before > 0 && after > 0 ? after - before : 0);
   r.mutable_legality()->set_threads_left(left);
-  if (left <= 0) return std::nullopt;
+  if (left > 0) {
+    add_flag(r, "threads_left_behind");
+    return cheat(r, v1::CHEAT_DEFERRED,
+                 fmt::format("{} thread(s) started by the candidate were still running after its last call", left));
+  }
+  // Counted again right after each correctness call: a thread that finished before the run's end
+  // was still seen running when its call had returned.
+  const auto alive = c.value("threads_alive_after_call", nlohmann::json::array());
+  if (!alive.is_array() || alive.empty()) return std::nullopt;
   add_flag(r, "threads_left_behind");
   return cheat(r, v1::CHEAT_DEFERRED,
-               fmt::format("{} thread(s) started by the candidate were still running after its last call", left));
+               fmt::format("thread(s) started by the candidate were still running when forward returned (input set(s) "
+                           "{})",
+                           alive.dump()));
 }
 
 std::optional<Decision> check_before_compare(const KernelBenchFacts& f, v1::Result& r) {

@@ -261,7 +261,14 @@ TEST(KernelBenchChecks, ThreadsLeftRunningDecideBeforeAReplayedOrWrongOutput) {
   ASSERT_TRUE(d);
   EXPECT_EQ(r.cheat_class(), v1::CHEAT_DEFERRED) << d->message;
   EXPECT_EQ(r.legality().threads_left(), 1u);
-  cand["threads_after"] = 4;  // no thread left: the replay is memoization
+  cand["threads_after"] = 4;  // no thread left at the end, but one right after a call: deferred
+  cand["threads_alive_after_call"] = {"spike"};
+  r.Clear();
+  d = kj::check_before_compare(f, r);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(r.cheat_class(), v1::CHEAT_DEFERRED) << d->message;
+  EXPECT_NE(d->message.find("when forward returned"), std::string::npos) << d->message;
+  cand["threads_alive_after_call"] = json::array();  // no thread at all: the replay is memoization
   r.Clear();
   d = kj::check_before_compare(f, r);
   ASSERT_TRUE(d);
