@@ -117,12 +117,12 @@ bool RedisBuildStore::builders_alive(kjqueue::Queue& q) {
 // the work to live build nodes (and builds itself when there are none). The room is taken here, in
 // one step (a check, then a count after the lease, let concurrent slots all pass the check); a
 // caller that then wins no lease gives it back (unreserve_local).
-bool RedisBuildStore::reserve_local(kjqueue::Queue& q) {
+bool RedisBuildStore::reserve_local(kjqueue::Queue& q, bool may_defer) {
   if (role_ == Role::Build) return true;
   for (int n = local_builds_.load(); n < local_max_;)
     if (local_builds_.compare_exchange_weak(n, n + 1)) return true;
-  if (builders_alive(q)) return false;
-  ++local_builds_;  // past local_max with no build node alive: build anyway, counted
+  if (may_defer && builders_alive(q)) return false;
+  ++local_builds_;  // past local_max with no build node alive (or none that builds it): build anyway, counted
   return true;
 }
 
@@ -144,7 +144,7 @@ BuildClaim RedisBuildStore::claim(const ClaimRequest& req) {
         ++fetched_;
         return {BuildClaim::Artifact, std::move(b), waited()};
       }
-      if (reserve_local(*q)) {
+      if (reserve_local(*q, req.build_nodes_build_it)) {
         std::string got;
         try {
           got = acquire(*q, req.key, req.tenant);

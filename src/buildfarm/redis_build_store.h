@@ -44,7 +44,7 @@ class RedisBuildStore : public BuildStore {
   Pooled borrow();
   std::optional<SharedBuild> fetch(kjqueue::Queue& q, const std::string& key);
   std::string acquire(kjqueue::Queue& q, const std::string& key, const std::string& tenant);
-  bool reserve_local(kjqueue::Queue& q);
+  bool reserve_local(kjqueue::Queue& q, bool may_defer);
   void unreserve_local();
   bool builders_alive(kjqueue::Queue& q);
   void drop_held(const std::string& key);

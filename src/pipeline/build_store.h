@@ -51,6 +51,9 @@ struct ClaimRequest {
   std::chrono::steady_clock::time_point wait_until;
   std::optional<std::chrono::system_clock::time_point> deadline;  // the job's
   int cancel_fd = -1;                                             // readable once the job is cancelled
+  // Build nodes make builds of this kind (KernelBench). False for native builds, which only judging
+  // nodes make: such a claim never leaves its build to a build node past local_max.
+  bool build_nodes_build_it = true;
 };
 
 class BuildStore {

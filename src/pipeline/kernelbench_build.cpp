@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "pipeline/build_claim.h"
 #include "pipeline/engine_checks.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/kernelbench_build_memo.h"
@@ -253,41 +254,11 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-// A build lease the caller holds: given back if the build ends in an exception (ours: the job is
-// then INFRA_ERROR), so no node waits on a lease renewed for a build that no longer runs.
-struct HeldLease {
-  BuildStore* store = nullptr;
-  std::string key;
-  BuildStore* release() { return std::exchange(store, nullptr); }  // the caller publishes or releases it now
-  ~HeldLease() {
-    if (store) store->release(key);
-  }
-  HeldLease(BuildStore* s, std::string k) : store(s), key(std::move(k)) {}
-  HeldLease(const HeldLease&) = delete;
-  HeldLease& operator=(const HeldLease&) = delete;
-};
-
-// The job's deadline as a clock time (none when unset).
-std::optional<std::chrono::system_clock::time_point> job_deadline(const v1::Job& job) {
-  if (!job.has_deadline() || (job.deadline().seconds() == 0 && job.deadline().nanos() == 0)) return std::nullopt;
-  const auto since_epoch = std::chrono::seconds(job.deadline().seconds()) + std::chrono::nanoseconds(job.deadline().nanos());
-  return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(since_epoch));
-}
-
-// Another node's build of the same key: taken, waited for while a live builder holds its lease (at
-// most the job's compile budget and a lease more), or leased to us to build.
+// Another node's build of the same key (build_claim.h), its wait in the job's phases.
 BuildClaim claim_shared(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const std::string& key,
                         v1::Result& r) {
-  ClaimRequest req;
-  req.key = key;
-  req.tenant = job.tenant();
-  req.wait_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(in.compile_ms) + cfg.build.lease;
-  req.deadline = job_deadline(job);
-  req.cancel_fd = current_cancel_fd();
-  BuildClaim claim = in.store->claim(req);
+  BuildClaim claim = claim_for_job(*in.store, job, cfg, key, std::chrono::milliseconds(in.compile_ms));
   (*r.mutable_phase_seconds())["build.shared_wait"] = claim.waited_s;
-  if (claim.kind == BuildClaim::Busy)  // a builder kept the key (or never took it) past the wait: build here
-    log::warn("kernelbench.build_wait_gave_up", {{"job_id", job.job_id()}, {"key", key}, {"waited_s", claim.waited_s}});
   return claim;
 }
 
@@ -392,11 +363,7 @@ KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const 
   if (in.store && !in.leased) {
     BuildClaim claim = claim_shared(job, cfg, in, key, r);
     if (claim.kind == BuildClaim::Artifact && use_artifact(*claim.artifact, in, ext_cache, memo, out, r)) return out;
-    if (claim.kind == BuildClaim::Cancelled || claim.kind == BuildClaim::Expired) {
-      out.failure = claim.kind == BuildClaim::Cancelled ? Decision{v1::CANCELLED, "cancelled while waiting for its build"}
-                                                        : Decision{v1::EXPIRED, "deadline passed while waiting for its build"};
-      return out;
-    }
+    if ((out.failure = claim_ended_the_job(claim))) return out;
     if (claim.kind == BuildClaim::Leased) lease.store = in.store;
   }
   out = KernelBenchBuild{};

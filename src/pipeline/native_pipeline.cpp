@@ -10,12 +10,15 @@
 #include <mutex>
 #include <set>
 
+#include "common/log.h"
+#include "pipeline/build_claim.h"
 #include "pipeline/compare.h"
 #include "pipeline/dtype.h"
 #include "pipeline/engine_checks.h"
 #include "pipeline/compile_diagnostics.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/inputs.h"
+#include "pipeline/native_build_share.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sha256.h"
 #include "pipeline/stats.h"
@@ -61,27 +64,85 @@ std::string build_key(const v1::NativeTask& task, const Toolchain& tc, const std
   return h.hex();
 }
 
-std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const Toolchain& tc, const Workspace& ws,
+// The node's cache entry for a build, copied into the party's dir: whether it was there.
+bool take_cached(const fs::path& cache_dir, const std::string& artifact, const fs::path& dir) {
+  if (!fs::exists(cache_dir / artifact)) return false;
+  std::error_code ec;
+  fs::copy_file(cache_dir / artifact, dir / artifact, fs::copy_options::overwrite_existing, ec);
+  return !ec;
+}
+
+// Publishes a build into the node's cache atomically: a private temp dir renamed into place (first wins).
+void cache_build(const fs::path& cache_dir, const fs::path& artifact_file, const std::string& log) {
+  std::error_code ec;
+  const fs::path tmp = cache_dir.string() + fmt::format(".tmp{}", ::getpid()) + random_suffix();
+  fs::create_directories(tmp, ec);
+  fs::copy_file(artifact_file, tmp / artifact_file.filename(), ec);
+  if (!ec) {
+    std::ofstream(tmp / "log.txt", std::ios::binary) << log;
+    fs::rename(tmp, cache_dir, ec);
+  }
+  fs::remove_all(tmp, ec);
+}
+
+// Another node's build of the same content (native_build_share.h), or the lease to make it here.
+struct SharedClaim {
+  std::optional<Decision> ended;                // the job's cancel or deadline ended the wait
+  std::optional<FetchedNativeBuild> fetched;    // another node's build
+  bool leased = false;
+};
+
+SharedClaim claim_native(BuildStore& store, const v1::Job& job, const std::string& key, const Config& cfg,
+                         const Budget& b) {
+  SharedClaim out;
+  const BuildClaim claim =
+      claim_for_job(store, job, cfg, key, std::chrono::milliseconds(b.compile_ms), /*build_nodes_build_it=*/false);
+  out.ended = claim_ended_the_job(claim);
+  if (claim.kind == BuildClaim::Artifact) {
+    out.fetched = fetched_native_build(*claim.artifact);
+    log::info("native.build_fetched", {{"job_id", job.job_id()}, {"key", key}, {"builder", claim.artifact->builder},
+                                       {"usable", out.fetched.has_value()}});
+  }
+  out.leased = claim.kind == BuildClaim::Leased;
+  return out;
+}
+
+std::optional<Decision> build(const Side& p, const v1::Job& job, const Toolchain& tc, const Workspace& ws,
                               const JudgeContext& ctx, const Budget& b, v1::CompileReport* report) {
+  const auto& task = job.native();
   ws.write_file(p.dir / tc.source_name, p.source->text());
   const auto t0 = std::chrono::steady_clock::now();
   const std::string artifact = tc.artifact_for(task);
+  const auto done = [&](std::optional<Decision> d, const std::string& shown, bool hit, bool cut) {
+    if (report) {
+      report->set_ok(!d.has_value());
+      report->set_cache_hit(hit);
+      report->set_log(shown);
+      report->set_log_truncated(cut);
+      report->set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return d;
+  };
   // OpenCL binaries depend on the device the runner picks: not cached (the build is cheap there).
   const bool cacheable = !tc.compile_argv.empty();
-  const fs::path cache_dir = ctx.config.state_dir / "cache" / "build" / build_key(task, tc, p.source->text(), ctx.config);
-  if (cacheable && fs::exists(cache_dir / artifact)) {
-    std::error_code ec;
-    fs::copy_file(cache_dir / artifact, p.dir / artifact, fs::copy_options::overwrite_existing, ec);
-    if (!ec) {
-      if (report) {
-        report->set_ok(true);
-        report->set_cache_hit(true);
-        report->set_log(read_file(cache_dir / "log.txt"));
-        report->set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
-      return std::nullopt;
+  const std::string key = build_key(task, tc, p.source->text(), ctx.config);
+  const fs::path cache_dir = ctx.config.state_dir / "cache" / "build" / key;
+  if (cacheable && take_cached(cache_dir, artifact, p.dir)) return done(std::nullopt, read_file(cache_dir / "log.txt"), true, false);
+
+  BuildStore* store = cacheable ? ctx.builds : nullptr;
+  HeldLease lease{nullptr, store ? native_shared_key(key, p.name, ctx.config) : ""};
+  if (store) {
+    SharedClaim claim = claim_native(*store, job, lease.key, ctx.config, b);
+    if (claim.ended) return claim.ended;
+    if (claim.fetched && claim.fetched->failure) return done(claim.fetched->failure, claim.fetched->log, true, false);
+    if (claim.fetched) {
+      write_file_atomic(p.dir / artifact, claim.fetched->artifact);
+      cache_build(cache_dir, p.dir / artifact, claim.fetched->log);
+      return done(std::nullopt, claim.fetched->log, true, false);
     }
+    if (claim.leased) lease.store = store;
   }
+
   StepOutcome step;
   std::string log;
   if (!tc.compile_argv.empty()) {
@@ -103,26 +164,17 @@ std::optional<Decision> build(const Side& p, const v1::NativeTask& task, const T
   log = without_sandbox_paths(log);  // the candidate's file as it named it, not the sandbox's /job/
   bool cut = false;
   const std::string shown = truncate_log(log, cut);
-  if (report) {
-    report->set_log(shown);
-    report->set_log_truncated(cut || step.sandbox.stderr_truncated);
-    report->set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const auto d = decide_build(step, p.who, log);
+  const bool built = !d && cacheable && fs::exists(p.dir / artifact);
+  if (built) cache_build(cache_dir, p.dir / artifact, shown);
+  if (BuildStore* s = lease.release()) {
+    std::optional<SharedBuild> shared;
+    if (built) shared = native_shared_success(lease.key, read_file(p.dir / artifact), shown);
+    else if (d) shared = native_shared_failure(lease.key, *d, shown);
+    if (shared) s->publish(*shared);
+    else s->release(lease.key);
   }
-  auto d = decide_build(step, p.who, log);
-  if (report) report->set_ok(!d.has_value());
-  if (!d && cacheable && fs::exists(p.dir / artifact)) {
-    // publish atomically: write into a private temp dir, then rename it into place (first wins)
-    std::error_code ec;
-    const fs::path tmp = cache_dir.string() + fmt::format(".tmp{}", ::getpid()) + random_suffix();
-    fs::create_directories(tmp, ec);
-    fs::copy_file(p.dir / artifact, tmp / artifact, ec);
-    if (!ec) {
-      std::ofstream(tmp / "log.txt", std::ios::binary) << shown;
-      fs::rename(tmp, cache_dir, ec);
-    }
-    fs::remove_all(tmp, ec);
-  }
-  return d;
+  return done(d, shown, false, cut || step.sandbox.stderr_truncated);
 }
 
 // What the node's device looked like on the last run of each language (for the baseline cache key,
@@ -185,8 +237,8 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
   };
 
   clock.start(v1::STAGE_BUILD);
-  if (auto d = build(cand, task, tc, ws, ctx, budget, r.mutable_compile())) return fail(*d);
-  if (auto d = build(ref, task, tc, ws, ctx, budget, nullptr)) return fail(*d);
+  if (auto d = build(cand, job, tc, ws, ctx, budget, r.mutable_compile())) return fail(*d);
+  if (auto d = build(ref, job, tc, ws, ctx, budget, nullptr)) return fail(*d);
 
   // From here to the verdict the device is this job's alone (design §3); other slots' builds go on.
   std::optional<GpuLock> device_lock;

@@ -161,6 +161,9 @@ TEST_F(BuildStoreTest, AJudgePastItsLocalBuildsWaitsWhileABuildNodeLivesElseBuil
   RedisBuildStore judge(c, RedisBuildStore::Role::Judge), builder(config("bn"), RedisBuildStore::Role::Build);
   builder.announce_builder(10s);
   EXPECT_EQ(judge.claim(now("l1")).kind, BuildClaim::Busy);  // leaves it to the build node
+  ClaimRequest native = now("n1");
+  native.build_nodes_build_it = false;  // a native build: no build node makes it, so never wait for one
+  EXPECT_EQ(judge.claim(native).kind, BuildClaim::Leased);
   builder.withdraw_builder();
   EXPECT_EQ(judge.claim(now("l1")).kind, BuildClaim::Leased);  // no build node alive: builds itself
 }
