@@ -137,6 +137,7 @@ std::optional<Decision> build(const Side& p, const v1::Job& job, const Toolchain
     if (claim.fetched && claim.fetched->failure) return done(claim.fetched->failure, claim.fetched->log, true, false);
     if (claim.fetched) {
       write_file_atomic(p.dir / artifact, claim.fetched->artifact);
+      fs::permissions(p.dir / artifact, fs::perms(0755));  // the sandbox's uid loads it, whatever our umask
       cache_build(cache_dir, p.dir / artifact, claim.fetched->log);
       return done(std::nullopt, claim.fetched->log, true, false);
     }
