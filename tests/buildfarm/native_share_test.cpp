@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <deque>
+#include <utility>
 #include <filesystem>
 
 #include "buildfarm/redis_build_store.h"
@@ -61,33 +62,32 @@ class NativeShareTest : public ::testing::Test {
     } while (cursor != "0");
     return n;
   }
+  // The same candidate judged on node a, then on node b (each with its own empty cache): a's
+  // result, then b's. a must have compiled it.
+  std::pair<v1::Result, v1::Result> on_a_then_b(const std::string& candidate, const std::string& expect) {
+    const Config &a = node("a"), &b = node("b");
+    RedisBuildStore store_a(a, RedisBuildStore::Role::Judge), store_b(b, RedisBuildStore::Role::Judge);
+    v1::Result first = judge(job(candidate, "on-a"), JudgeContext{a, "a/0", nullptr, &store_a});
+    EXPECT_EQ(v1::Verdict_Name(first.status()), expect) << first.message();
+    EXPECT_FALSE(first.compile().cache_hit());
+    v1::Result second = judge(job(candidate, "on-b"), JudgeContext{b, "b/0", nullptr, &store_b});
+    EXPECT_EQ(v1::Verdict_Name(second.status()), expect) << second.message();
+    return {std::move(first), std::move(second)};
+  }
   kjtest::RedisServer redis;
   kjqueue::Queue q{redis.endpoint()};
   std::deque<Config> nodes;
 };
 
 TEST_F(NativeShareTest, ASecondNodeTakesTheFirstNodesBuildInsteadOfCompiling) {
-  const Config &a = node("a"), &b = node("b");
-  RedisBuildStore store_a(a, RedisBuildStore::Role::Judge), store_b(b, RedisBuildStore::Role::Judge);
-  const v1::Result first = judge(job("ok.cpp", "share-1"), JudgeContext{a, "a/0", nullptr, &store_a});
-  ASSERT_EQ(v1::Verdict_Name(first.status()), "OK") << first.message();
-  EXPECT_FALSE(first.compile().cache_hit());
-  EXPECT_EQ(artifacts(), 2u);  // the candidate's build and the reference's
-  const v1::Result second = judge(job("ok.cpp", "share-2"), JudgeContext{b, "b/0", nullptr, &store_b});
-  ASSERT_EQ(v1::Verdict_Name(second.status()), "OK") << second.message();
+  const auto [first, second] = on_a_then_b("ok.cpp", "OK");
   EXPECT_TRUE(second.compile().cache_hit()) << "b's own cache was empty: the build came from the store";
   EXPECT_EQ(second.compile().log(), first.compile().log());
-  EXPECT_EQ(artifacts(), 2u);  // b compiled nothing, so published nothing
+  EXPECT_EQ(artifacts(), 2u);  // the candidate's build and the reference's; b compiled and published nothing
 }
 
 TEST_F(NativeShareTest, ACandidatesBuildFailureIsSharedToo) {
-  const Config &a = node("a"), &b = node("b");
-  RedisBuildStore store_a(a, RedisBuildStore::Role::Judge), store_b(b, RedisBuildStore::Role::Judge);
-  const v1::Result first = judge(job("compile_error.cpp", "fail-1"), JudgeContext{a, "a/0", nullptr, &store_a});
-  ASSERT_EQ(v1::Verdict_Name(first.status()), "COMPILE_ERROR") << first.message();
-  EXPECT_FALSE(first.compile().cache_hit());
-  const v1::Result second = judge(job("compile_error.cpp", "fail-2"), JudgeContext{b, "b/0", nullptr, &store_b});
-  ASSERT_EQ(v1::Verdict_Name(second.status()), "COMPILE_ERROR") << second.message();
+  const auto [first, second] = on_a_then_b("compile_error.cpp", "COMPILE_ERROR");
   EXPECT_TRUE(second.compile().cache_hit());
   EXPECT_EQ(second.message(), first.message());
   EXPECT_EQ(second.compile().log(), first.compile().log());
