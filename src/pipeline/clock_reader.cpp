@@ -74,7 +74,7 @@ void drain_clock_socket(int fd, std::vector<ClockMark>& out) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     const auto at = sent_at(msg);
-    for (ssize_t i = 0; i < n; ++i) out.push_back({buf[static_cast<std::size_t>(i)], at});
+    for (ssize_t i = 0; i < n && out.size() < kMaxClockMarks; ++i) out.push_back({buf[static_cast<std::size_t>(i)], at});
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -17,8 +18,12 @@ struct ClockMark {
   std::chrono::steady_clock::time_point at;  // when the mark was sent (the kernel's stamp)
 };
 
+// A loop makes at most max_trials (10,000) + 3 marks. A process that sends more is flooding the
+// daemon: the marks past this bound are read and dropped (and the loop's marks then fail the check).
+inline constexpr std::size_t kMaxClockMarks = 100'000;
+
 // Reads every datagram waiting on fd (a socket with SO_TIMESTAMPNS on) and appends one mark per
-// byte, each at its datagram's send time. Returns without blocking.
+// byte, each at its datagram's send time, up to kMaxClockMarks in all. Returns without blocking.
 void drain_clock_socket(int fd, std::vector<ClockMark>& out);
 
 // The daemon's end: the socket is bound (mode 0622, so a sandbox's uid may send) at construction,

@@ -40,6 +40,22 @@ TEST(ClockReader, AMarkKeepsItsSendTimeHoweverLateItIsRead) {
   EXPECT_LT(*span, 250.0);  // not the 420 ms a late reader's own clock would add
 }
 
+// A candidate's process can reach the socket too: a flood is read and dropped past the bound, so
+// it costs the daemon no more memory than a legitimate loop's marks.
+TEST(ClockReader, AFloodOfMarksIsBounded) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
+  const std::string chunk(60'000, 'T');
+  std::vector<kj::ClockMark> marks;
+  for (int i = 0; i < 4; ++i) {  // 240,000 bytes, drained as they come
+    ASSERT_EQ(::send(fds[1], chunk.data(), chunk.size(), 0), static_cast<ssize_t>(chunk.size()));
+    kj::drain_clock_socket(fds[0], marks);
+  }
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(marks.size(), kj::kMaxClockMarks);
+}
+
 // The runner's writer and the daemon's reader on a job dir whose path is longer than a unix
 // socket address holds (the reader binds through /proc/self/fd).
 TEST(ClockReader, TheRunnersMarksArriveInOrderWithTimedCallsBatched) {
