@@ -281,9 +281,8 @@ void BuildNode::build(const RunningPtr& r) {
   watch.cancel_fd = r->cancel_fd;
   SandboxWatchScope scope(&watch);
   try {
-    Config cfg = cfg_;  // this build's own copy: the architecture its key was made with
-    if (!r->work.cuda_arch_list.empty()) cfg.kernelbench.cuda_arch_list = r->work.cuda_arch_list;
-    const PrebuildOutcome o = prebuild_kernelbench(job, cfg, store_);
+    // this build's own copy of the config: the architecture its key was made with
+    const PrebuildOutcome o = prebuild_kernelbench(job, with_cuda_arch_list(cfg_, r->work.cuda_arch_list), store_);
     ++builds_done_;
     log::info("build.done", {{"job_id", job.job_id()}, {"tenant", job.tenant()}, {"key", r->work.key},
                              {"cuda_arch_list", r->work.cuda_arch_list},

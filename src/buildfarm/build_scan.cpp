@@ -84,16 +84,18 @@ std::vector<std::string> cuda_arch_lists_to_build(const Config& cfg, const std::
   return {seen.begin(), seen.end()};
 }
 
+Config with_cuda_arch_list(Config cfg, const std::string& cuda_arch_list) {
+  if (!cuda_arch_list.empty()) cfg.kernelbench.cuda_arch_list = cuda_arch_list;
+  return cfg;
+}
+
 std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, const Config& cfg,
                                    const std::vector<std::string>& cuda_arch_lists, const std::string& tenant,
                                    std::size_t want, Settled& settled) {
   std::vector<BuildWork> out;
   const double now = now_ms(), aging = static_cast<double>(cfg.queue.priority_aging.count());
   std::vector<Config> per_arch;  // the config a CUDA build of each architecture runs with
-  for (const auto& arch : cuda_arch_lists) {
-    per_arch.push_back(cfg);
-    per_arch.back().kernelbench.cuda_arch_list = arch;
-  }
+  for (const auto& arch : cuda_arch_lists) per_arch.push_back(with_cuda_arch_list(cfg, arch));
   const auto all_taken = [&store](const std::vector<std::string>& keys) {
     return std::all_of(keys.begin(), keys.end(), [&store](const std::string& k) { return store.taken(k); });
   };

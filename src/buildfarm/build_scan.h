@@ -48,6 +48,9 @@ class Settled {
 // builds are left to the judging nodes (a key nobody computes would be a build nobody takes).
 std::vector<std::string> cuda_arch_lists_to_build(const Config& cfg, const std::vector<kjqueue::NodeStatus>& nodes);
 
+// The config a CUDA build for `cuda_arch_list` runs with (the key depends on it); empty: cfg's own.
+Config with_cuda_arch_list(Config cfg, const std::string& cuda_arch_list);
+
 // At most `want` of the tenant's builds that are needed, best score first: one per entry, or for a
 // CUDA job one per architecture in `cuda_arch_lists`.
 std::vector<BuildWork> find_builds(kjqueue::Queue& q, RedisBuildStore& store, const Config& cfg,

@@ -21,6 +21,10 @@ namespace kj {
 BuildClaim claim_for_job(BuildStore& store, const kjudge::v1::Job& job, const Config& cfg, const std::string& key,
                          std::chrono::milliseconds compile_budget, bool build_nodes_build_it = true);
 
+// A build failure other nodes may replay: the candidate's (or reference's) own, never ours
+// (INFRA_ERROR) nor the job's cancel or deadline.
+bool shareable_build_failure(const Decision& d);
+
 // CANCELLED or EXPIRED when the job's cancel or deadline ended the wait.
 std::optional<Decision> claim_ended_the_job(const BuildClaim& claim);
 

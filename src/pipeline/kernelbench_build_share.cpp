@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "pipeline/build_claim.h"
 #include "pipeline/engine_checks.h"
 
 namespace kj {
@@ -76,7 +77,7 @@ std::optional<SharedBuild> shared_success(const std::string& key, const json& me
 
 std::optional<SharedBuild> shared_failure(const std::string& key, const Decision& d, const std::string& detail,
                                           const v1::Result& r) {
-  if (d.verdict == v1::INFRA_ERROR || d.verdict == v1::CANCELLED || d.verdict == v1::EXPIRED) return std::nullopt;
+  if (!shareable_build_failure(d)) return std::nullopt;
   SharedBuild b;
   b.key = key;
   b.failed = true;

@@ -1,5 +1,6 @@
 #include "pipeline/native_build_share.h"
 
+#include "pipeline/build_claim.h"
 #include "pipeline/sha256.h"
 #include "pipeline/toolchain_identity.h"
 
@@ -19,7 +20,7 @@ SharedBuild native_shared_success(const std::string& key, std::string artifact_b
 }
 
 std::optional<SharedBuild> native_shared_failure(const std::string& key, const Decision& d, const std::string& log) {
-  if (d.verdict == v1::INFRA_ERROR || d.verdict == v1::CANCELLED || d.verdict == v1::EXPIRED) return std::nullopt;
+  if (!shareable_build_failure(d)) return std::nullopt;
   SharedBuild b;
   b.key = key;
   b.memo = {{"kind", "native"}};
