@@ -3,8 +3,8 @@
 the GPU, perf_counter on the CPU; an adaptive number of trials (stop when the 95% interval of the
 median is within the target, or the budget ends); a rotating pool of input sets, each call's
 inputs perturbed; audited calls whose outputs go to the daemon; the loop's start and end (with a
-byte per call) sent to the daemon's clock socket. Compat mode is KernelBench's loop: 3 warm-ups, 100 event-timed trials on the
-current stream, no flush."""
+byte per call) sent to the daemon's clock socket. Compat mode is KernelBench's loop: 3 warm-ups,
+100 event-timed trials on the current stream, no flush."""
 import ctypes
 import math
 import socket
