@@ -8,11 +8,13 @@ import importlib.util
 import inspect
 import json
 import os
+import sys
 
 import torch
 import torch.utils.cpp_extension as cpp_extension
 
-from . import light_headers
+from . import light_headers, nvcc_steps
+from .scoped_env import scoped_env
 from .compile_feedback import ExtensionBuildError
 
 _IGNORED = {"verbose", "build_directory", "keep_intermediates"}
@@ -87,10 +89,18 @@ class BuildHooks:
             # A precompiled torch/extension.h found first on the include path (GCC looks for
             # <header>.gch beside each candidate header); ignored silently if flags differ.
             bound["extra_include_paths"] = [self.pch_dir] + list(bound.get("extra_include_paths") or [])
-        module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir), bound)
+        with scoped_env(**nvcc_env(bound)):
+            module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir), bound)
         self.records.append({"key": key, "name": bound["name"], "so": _so_in(build_dir), "cache_hit": False,
                              "pch": pch, "cuda_headers": mode, "gencodes": gencodes(build_dir)})
         return module
+
+
+def nvcc_env(bound):
+    """The .cu's nvcc with its host and device halves side by side (nvcc_steps.py)."""
+    if not bound.get("cuda_sources"):
+        return {}
+    return nvcc_steps.environment(cpp_extension.CUDA_HOME, sys.executable)
 
 
 def gencodes(build_dir):

@@ -12,6 +12,8 @@ skip): ninja recompiles only the .cu, main.o is up to date. Same source, same fl
 name the light header lacks is a compile error, never a different overload."""
 import os
 
+from .scoped_env import scoped_env
+
 LIGHT_EXTENSION_H = "#pragma once\n// kjudge: the light stand-in for the .cu (see light_headers.py)\n#include <torch/types.h>\n"
 
 
@@ -35,18 +37,13 @@ def build(load_inline, bound, ext_dir):
     """(module, mode): mode is "light", "full" (the light try failed) or "" (no CUDA file)."""
     if not _has_cuda(bound):
         return load_inline(**bound), ""
-    saved = os.environ.get("NVCC_PREPEND_FLAGS")
-    os.environ["NVCC_PREPEND_FLAGS"] = f"-I{shadow_dir(ext_dir)} {saved or ''}".strip()
+    prepend = f"-I{shadow_dir(ext_dir)} {os.environ.get('NVCC_PREPEND_FLAGS', '')}".strip()
     try:
-        return load_inline(**fresh(bound)), "light"
+        with scoped_env(NVCC_PREPEND_FLAGS=prepend):
+            return load_inline(**fresh(bound)), "light"
     except RuntimeError as exc:  # "Error building extension ...": the full headers decide
         if "cuda.cu" not in str(exc):
             raise  # main.cpp or the link failed: the light header is not why
-    finally:
-        if saved is None:
-            os.environ.pop("NVCC_PREPEND_FLAGS", None)
-        else:
-            os.environ["NVCC_PREPEND_FLAGS"] = saved
     return rebuild(load_inline, bound), "full"
 
 
