@@ -13,7 +13,7 @@ import sys
 import torch
 import torch.utils.cpp_extension as cpp_extension
 
-from . import light_headers, nvcc_steps
+from . import light_headers, nvcc_steps, phases
 from .scoped_env import scoped_env
 from .compile_feedback import ExtensionBuildError
 
@@ -89,18 +89,40 @@ class BuildHooks:
             # A precompiled torch/extension.h found first on the include path (GCC looks for
             # <header>.gch beside each candidate header); ignored silently if flags differ.
             bound["extra_include_paths"] = [self.pch_dir] + list(bound.get("extra_include_paths") or [])
-        with scoped_env(**nvcc_env(bound)):
+        env = nvcc_env(bound, self.ext_dir)
+        with scoped_env(**env):
             module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir), bound)
         self.records.append({"key": key, "name": bound["name"], "so": _so_in(build_dir), "cache_hit": False,
-                             "pch": pch, "cuda_headers": mode, "gencodes": gencodes(build_dir)})
+                             "pch": pch, "cuda_headers": mode, "gencodes": gencodes(build_dir),
+                             "nvcc_steps": nvcc_steps_seen(env)})
         return module
 
 
-def nvcc_env(bound):
-    """The .cu's nvcc with its host and device halves side by side (nvcc_steps.py)."""
+def nvcc_env(bound, ext_dir):
+    """The .cu's nvcc with its host and device halves side by side (nvcc_steps.py), its record of
+    each compile in ext_dir (outside the build dir, which goes into the cache)."""
     if not bound.get("cuda_sources"):
         return {}
-    return nvcc_steps.environment(cpp_extension.CUDA_HOME, sys.executable)
+    env = nvcc_steps.environment(cpp_extension.CUDA_HOME, sys.executable)
+    if env and not os.environ.get("KJUDGE_NVCC_STEP_LOG"):
+        env["KJUDGE_NVCC_STEP_LOG"] = os.path.join(ext_dir, f".nvcc-steps-{bound['name']}.jsonl")
+    return env
+
+
+def nvcc_steps_seen(env):
+    """What nvcc_steps.py did for this call's .cu: each compile's wall seconds and whether its device
+    half ran again after the host half (the memory guard, a module id that differed); the seconds
+    of those second runs go into the role's phases (build.nvcc_device_half_again)."""
+    path = env.get("KJUDGE_NVCC_STEP_LOG")
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        recs = [json.loads(line) for line in f if line.strip()]
+    again = sum(r.get("again_seconds", 0.0) for r in recs)
+    if again:
+        phases.seconds["nvcc_device_half_again"] = round(phases.seconds.get("nvcc_device_half_again", 0.0) + again, 4)
+    return [{"wall": round(r["wall"], 3), "status": r["status"], "device_half_again": r["device_half_again"]}
+            for r in recs]
 
 
 def gencodes(build_dir):

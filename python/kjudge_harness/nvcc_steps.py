@@ -14,7 +14,8 @@ Output and exit status are nvcc's: the steps' messages in nvcc's order, up to th
 failed. Anything but a plain one-object compile (the dependency file excepted, made by the host
 preprocess) is handed to nvcc itself. Standard library only: this runs as a script, without torch.
 
-Env: KJUDGE_REAL_NVCC (the nvcc load_inline would run), KJUDGE_NVCC_STEP_LOG (optional: one JSON
+Env: KJUDGE_REAL_NVCC (the nvcc load_inline would run), KJUDGE_BUILD_MEMORY_BYTES (the build
+sandbox's memory limit: MemoryGuard), KJUDGE_NVCC_STEP_LOG (optional: one JSON
 line per compile: each step's tool, wall and CPU seconds, peak memory in MiB and start in
 seconds after the compile's)."""
 import json
@@ -23,6 +24,7 @@ import re
 import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,20 +42,34 @@ class Step:
         self.words = shlex.split(command)
         self.tool = os.path.basename(self.words[0]) if self.words else ""
         self.output, self.rc, self.started, self.seconds, self.cpu, self.max_rss_mb = b"", None, 0.0, 0.0, 0.0, 0.0
+        self.proc, self.stopped = None, False
 
     def value(self, flag):
         return self.words[self.words.index(flag) + 1] if flag in self.words[:-1] else None
 
     def run(self, env):
+        if self.stopped:
+            return False
         start = self.started = time.perf_counter()
-        proc = subprocess.Popen(["/bin/sh", "-c", self.command], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
+        proc = self.proc = subprocess.Popen(["/bin/sh", "-c", self.command], env=env, stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        if self.stopped:  # stop() came between the check above and the start
+            self.stop()
         self.output = proc.stdout.read()
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = self.rc = os.waitstatus_to_exitcode(status)
         self.seconds = time.perf_counter() - start
         self.cpu, self.max_rss_mb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
         return self.rc == 0
+
+    def stop(self):
+        """Kills the step (its shell and the tool) and keeps it from starting."""
+        self.stopped = True
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def killed(self):
         """By a signal (the build's memory limit, say): itself, or under the shell that ran it."""
@@ -66,6 +82,7 @@ class Plan:
     def __init__(self, env, host, device, final, module_id, device_ids):
         self.env, self.host, self.device, self.final = env, host, device, final
         self.module_id, self.device_ids = module_id, device_ids
+        self.again_seconds = 0.0  # the device half's second run, after the host half
 
 
 def without_dependency_flags(args):
@@ -169,30 +186,89 @@ def failed(steps):
 
 
 def execute(p):
-    """Runs the plan; (exit status, the steps in nvcc's order as they ran, serial fallback used)."""
+    """Runs the plan; (exit status, the steps in nvcc's order as they ran, why the device half ran
+    again after the host half: "" none, "module_id", "memory")."""
     parallel_device = [getattr(s, "parallel", s) for s in p.device]
+    guard = MemoryGuard.from_env(parallel_device)
     device_ok = []
     t = threading.Thread(target=lambda: device_ok.append(run_chain(parallel_device, p.env)))
     t.start()
-    host_ok = run_chain(p.host, p.env)
+    host_ok = run_chain(p.host, p.env) if guard is None else guard.watch(lambda: run_chain(p.host, p.env))
     t.join()
     ran = p.host + parallel_device
-    fallback = False
-    if host_ok and device_ok[0] and not same_ids(p):
-        fallback = True  # cicc's own id differs: run the device half again as nvcc does
-        if not run_chain(p.device, p.env):
-            return failed(p.device), p.host + p.device, fallback
-        ran = p.host + p.device
-    elif not (host_ok and device_ok[0]):
-        return failed(ran), ran, fallback
+    again = "memory" if guard and guard.tripped else "module_id" if host_ok and device_ok[0] and not same_ids(p) else ""
+    if not host_ok:
+        return failed(p.host), p.host, again
+    if again:  # the device half as nvcc runs it, after the host half: cudafe++'s id, one front end at a time
+        device = [Step(s.command) for s in p.device]
+        ran = p.host + device
+        ok = run_chain(device, p.env)
+        p.again_seconds = sum(s.seconds for s in device)
+        if not ok:
+            return failed(ran), ran, again
+    elif not device_ok[0]:
+        return failed(ran), ran, again
     p.final.run(p.env)
-    return p.final.rc, ran + [p.final], fallback
+    return p.final.rc, ran + [p.final], again
+
+
+class MemoryGuard:
+    """Two front ends at once need about twice the memory of nvcc's one. The build's memory limit
+    (KJUDGE_BUILD_MEMORY_BYTES, its cgroup's) must judge the candidate's build as nvcc runs it, so
+    while the host half runs, the sandbox's processes are measured (proportional set size, every
+    process in /proc, which in the build sandbox is its own pid namespace) and the device half is
+    stopped when they near the limit; it then runs after the host half, as in nvcc."""
+
+    PERIOD_S = 0.1
+
+    def __init__(self, limit, device_steps):
+        self.threshold = limit - max(512 << 20, limit // 8)  # room for 100 ms of growth
+        self.device_steps, self.tripped = device_steps, False
+
+    @classmethod
+    def from_env(cls, device_steps):
+        limit = int(os.environ.get("KJUDGE_BUILD_MEMORY_BYTES", "0") or 0)
+        return cls(limit, device_steps) if limit > 0 else None
+
+    def watch(self, host_half):
+        stop = threading.Event()
+        t = threading.Thread(target=self.poll, args=(stop,))
+        t.start()
+        try:
+            return host_half()
+        finally:
+            stop.set()
+            t.join()
+
+    def poll(self, stop):
+        while not stop.wait(self.PERIOD_S):
+            if all(s.rc is not None for s in self.device_steps):
+                return  # the device half is done: only nvcc's own steps remain
+            if processes_memory() > self.threshold:
+                self.tripped = True
+                for s in self.device_steps:
+                    s.stop()
+                return
+
+
+def processes_memory():
+    """Bytes of memory the processes in /proc hold, shared pages counted once (Pss)."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/smaps_rollup") as f:
+                total += next((int(line.split()[1]) << 10 for line in f if line.startswith("Pss:")), 0)
+        except (OSError, ValueError):
+            continue
+    return total
 
 
 def parallel_was_the_cause(steps):
-    """A step killed while the halves ran side by side (two front ends at once need more memory
-    than nvcc's one): the compile is nvcc's own to decide, not this one's."""
-    return any(s.killed() for s in steps)
+    """A step killed from outside while the halves ran side by side (the memory guard stops the
+    device half itself): the compile is nvcc's own to decide, not this one's."""
+    return any(s.killed() and not s.stopped for s in steps)
 
 
 def report(steps):
@@ -206,10 +282,10 @@ def report(steps):
     sys.stderr.flush()
 
 
-def log(path, status, steps, start, fallback, args):
+def log(path, status, steps, start, again, args):
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     source = next((os.path.basename(a) for a in args if a.endswith(".cu")), "?")
-    rec = {"tu": source, "status": status, "wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime, "fallback": fallback,
+    rec = {"tu": source, "status": status, "wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime, "device_half_again": again[0], "again_seconds": round(again[1], 3),
            "steps": [[s.tool, round(s.seconds, 3), round(s.cpu, 3), round(s.max_rss_mb), round(s.started - start, 3)]
                      for s in steps if s.rc is not None]}
     with open(path, "a") as f:
@@ -240,12 +316,12 @@ def main(argv):
         p = plan(nvcc, args, keep_dir)
         if p is None:
             return subprocess.run([nvcc] + args).returncode
-        status, steps, fallback = execute(p)
+        status, steps, again = execute(p)
         if status != 0 and parallel_was_the_cause(steps):
             return subprocess.run([nvcc] + args).returncode
         report(steps)
         if os.environ.get("KJUDGE_NVCC_STEP_LOG"):
-            log(os.environ["KJUDGE_NVCC_STEP_LOG"], status, steps, start, fallback, args)
+            log(os.environ["KJUDGE_NVCC_STEP_LOG"], status, steps, start, (again, p.again_seconds), args)
         return status
     finally:
         shutil.rmtree(keep_dir, ignore_errors=True)

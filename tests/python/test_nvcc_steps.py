@@ -66,7 +66,7 @@ def test_the_object_is_nvccs_own_and_both_halves_ran_at_once(src, monkeypatch):
     assert deps.startswith("steps.o:") and "scale.h" in deps  # what ninja's deps = gcc reads
     rec = json.loads(log.read_text())
     tools = [s[0] for s in rec["steps"]]
-    assert tools.count("cicc") == 2 and tools.count("cudafe++") == 1 and not rec["fallback"]
+    assert tools.count("cicc") == 2 and tools.count("cudafe++") == 1 and not rec["device_half_again"]
     # the device half started before the host half's cudafe++ ended: the halves overlapped
     cicc = next(s for s in rec["steps"] if s[0] == "cicc")
     cudafe = next(s for s in rec["steps"] if s[0] == "cudafe++")
@@ -90,8 +90,32 @@ def test_ids_that_differ_rerun_the_device_half_with_cudafes_id(src, monkeypatch)
     monkeypatch.setattr(nvcc_steps, "same_ids", lambda plan: False)
     log = src / "steps.jsonl"
     assert steps(src, FLAGS + ["-c", "k.cu", "-o", "steps.o"], monkeypatch, log) == 0
-    assert json.loads(log.read_text())["fallback"]
+    assert json.loads(log.read_text())["device_half_again"] == "module_id"
     assert (src / "steps.o").read_bytes() == (src / "nvcc.o").read_bytes()
+
+
+def test_near_the_builds_memory_limit_the_device_half_waits_for_the_host_half(src, monkeypatch):
+    nvcc_keep(src, FLAGS + ["-c", "k.cu", "-o", "nvcc.o"])
+    log = src / "steps.jsonl"
+    # a limit whose margin leaves 1 MiB: the processes it sees (this test's among them) are over it
+    # at the first look, so the guard stops the device half, which runs again after cudafe++
+    monkeypatch.setenv("KJUDGE_BUILD_MEMORY_BYTES", str((512 + 1) << 20))
+    assert steps(src, FLAGS + ["-c", "k.cu", "-o", "steps.o"], monkeypatch, log) == 0
+    rec = json.loads(log.read_text())
+    assert rec["device_half_again"] == "memory"
+    cudafe = next(s for s in rec["steps"] if s[0] == "cudafe++")
+    assert all(s[4] >= cudafe[4] + cudafe[1] for s in rec["steps"] if s[0] == "cicc")  # one front end at a time
+    assert (src / "steps.o").read_bytes() == (src / "nvcc.o").read_bytes()
+
+
+def test_with_room_under_the_limit_the_halves_still_overlap(src, monkeypatch):
+    log = src / "steps.jsonl"
+    monkeypatch.setenv("KJUDGE_BUILD_MEMORY_BYTES", str(1 << 50))
+    assert steps(src, FLAGS + ["-c", "k.cu", "-o", "steps.o"], monkeypatch, log) == 0
+    rec = json.loads(log.read_text())
+    cicc = next(s for s in rec["steps"] if s[0] == "cicc")
+    cudafe = next(s for s in rec["steps"] if s[0] == "cudafe++")
+    assert not rec["device_half_again"] and cicc[4] < cudafe[4] + cudafe[1]
 
 
 def test_a_step_killed_side_by_side_leaves_the_compile_to_nvcc(src, monkeypatch):
