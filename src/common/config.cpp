@@ -263,6 +263,7 @@ void apply(const toml::table& root, Config& c) {
     if (!s.empty()) c.kernelbench.kernel_trace_lib = s;
     take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
     take(*k, "precompiled_header", c.kernelbench.precompiled_header);
+    take(*k, "nvcc_halves", c.kernelbench.nvcc_halves);
     take(*k, "zygote", c.kernelbench.zygote);
     s.clear();
     take(*k, "resume_lib", s);

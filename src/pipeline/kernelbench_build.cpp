@@ -294,6 +294,7 @@ void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildIn
   b.request = build_request(job, in, out.arch, !pch.dir.empty());
   // the harness's nvcc keeps its two front ends at once under the build's limit (nvcc_steps.py)
   b.request["memory_limit_bytes"] = cfg.sandbox.compile_memory_bytes;
+  b.request["nvcc_halves"] = cfg.kernelbench.nvcc_halves;
   log::info("kernelbench.build", {{"job_id", job.job_id()}, {"backend", in.backend},
                                   {"pch", pch.dir.string()}, {"pch_wait_s", pch.waited}});
   const auto build = run_harness(cfg, b);
