@@ -89,7 +89,7 @@ class BuildHooks:
             # A precompiled torch/extension.h found first on the include path (GCC looks for
             # <header>.gch beside each candidate header); ignored silently if flags differ.
             bound["extra_include_paths"] = [self.pch_dir] + list(bound.get("extra_include_paths") or [])
-        env = nvcc_env(bound, self.ext_dir)
+        env = nvcc_env(bound, os.path.join(self.ext_dir, f".nvcc-steps-{key}.jsonl"))
         with scoped_env(**env):
             module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir), bound)
         self.records.append({"key": key, "name": bound["name"], "so": _so_in(build_dir), "cache_hit": False,
@@ -98,14 +98,14 @@ class BuildHooks:
         return module
 
 
-def nvcc_env(bound, ext_dir):
+def nvcc_env(bound, step_log):
     """The .cu's nvcc with its host and device halves side by side (nvcc_steps.py), its record of
-    each compile in ext_dir (outside the build dir, which goes into the cache)."""
+    each compile in step_log (outside the build dir, which goes into the cache)."""
     if not bound.get("cuda_sources"):
         return {}
     env = nvcc_steps.environment(cpp_extension.CUDA_HOME, sys.executable)
     if env and not os.environ.get("KJUDGE_NVCC_STEP_LOG"):
-        env["KJUDGE_NVCC_STEP_LOG"] = os.path.join(ext_dir, f".nvcc-steps-{bound['name']}.jsonl")
+        env["KJUDGE_NVCC_STEP_LOG"] = step_log
     return env
 
 
@@ -118,6 +118,7 @@ def nvcc_steps_seen(env):
         return []
     with open(path) as f:
         recs = [json.loads(line) for line in f if line.strip()]
+    os.remove(path)  # read once: a second call of the same key starts a fresh record
     again = sum(r.get("again_seconds", 0.0) for r in recs)
     if again:
         phases.seconds["nvcc_device_half_again"] = round(phases.seconds.get("nvcc_device_half_again", 0.0) + again, 4)

@@ -132,6 +132,15 @@ def test_a_step_killed_side_by_side_leaves_the_compile_to_nvcc(src, monkeypatch)
     assert (src / "steps.o").stat().st_size > 0
 
 
+def test_a_fault_of_its_own_leaves_the_compile_to_nvcc(src, monkeypatch):
+    def broken(plan):
+        raise KeyError("a bug in the scheduler")
+
+    monkeypatch.setattr(nvcc_steps, "execute", broken)
+    assert steps(src, FLAGS + ["-c", "k.cu", "-o", "steps.o"], monkeypatch) == 0
+    assert (src / "steps.o").stat().st_size > 0
+
+
 def test_what_is_not_a_one_object_compile_is_nvccs(src, monkeypatch, capfd):
     assert steps(src, ["--version"], monkeypatch) == 0
     assert "Cuda compilation tools" in capfd.readouterr().out
