@@ -90,11 +90,14 @@ class BuildHooks:
             # <header>.gch beside each candidate header); ignored silently if flags differ.
             bound["extra_include_paths"] = [self.pch_dir] + list(bound.get("extra_include_paths") or [])
         env = nvcc_env(bound, os.path.join(self.ext_dir, f".nvcc-steps-{key}.jsonl"))
-        with scoped_env(**env):
-            module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir), bound)
+        try:
+            with scoped_env(**env):
+                module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir), bound)
+        finally:  # a failed build's second device half still counts in its phases
+            seen = nvcc_steps_seen(env)
         self.records.append({"key": key, "name": bound["name"], "so": _so_in(build_dir), "cache_hit": False,
                              "pch": pch, "cuda_headers": mode, "gencodes": gencodes(build_dir),
-                             "nvcc_steps": nvcc_steps_seen(env)})
+                             "nvcc_steps": seen})
         return module
 
 
