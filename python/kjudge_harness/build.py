@@ -35,10 +35,7 @@ def run(request, report):
     os.environ.setdefault("MAX_JOBS", str(request.get("max_jobs", 2)))
     if request.get("arch_list"):
         os.environ["TORCH_CUDA_ARCH_LIST"] = request["arch_list"]
-    if not request.get("nvcc_halves", True):  # [kernelbench] nvcc_halves = false: nvcc itself
-        os.environ["KJUDGE_NVCC_STEPS"] = "0"
-    if request.get("memory_limit_bytes"):  # the sandbox's cgroup limit, for nvcc_steps.MemoryGuard
-        os.environ["KJUDGE_BUILD_MEMORY_BYTES"] = str(int(request["memory_limit_bytes"]))
+    os.environ.update(nvcc_environment(request))
     hooks = extensions.BuildHooks(request["ext_dir"], request.get("cache_dir"), request.get("pch_dir"),
                                   request["backend"], request.get("arch_list", ""))
     extensions.install(hooks)
@@ -63,3 +60,14 @@ def run(request, report):
     report["ok"] = True
     report["stage"] = "done"
     return report
+
+
+def nvcc_environment(request):
+    """What nvcc_steps.py reads from the daemon's request: [kernelbench] nvcc_halves = false
+    (nvcc itself) and the build sandbox's memory limit (its MemoryGuard)."""
+    env = {}
+    if not request.get("nvcc_halves", True):
+        env["KJUDGE_NVCC_STEPS"] = "0"
+    if request.get("memory_limit_bytes"):
+        env["KJUDGE_BUILD_MEMORY_BYTES"] = str(int(request["memory_limit_bytes"]))
+    return env

@@ -285,7 +285,8 @@ def report(steps):
 def log(path, status, steps, start, again, args):
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     source = next((os.path.basename(a) for a in args if a.endswith(".cu")), "?")
-    rec = {"tu": source, "status": status, "wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime, "device_half_again": again[0], "again_seconds": round(again[1], 3),
+    rec = {"tu": source, "status": status, "wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime,
+           "device_half_again": again[0], "again_seconds": round(again[1], 3),
            "steps": [[s.tool, round(s.seconds, 3), round(s.cpu, 3), round(s.max_rss_mb), round(s.started - start, 3)]
                      for s in steps if s.rc is not None]}
     try:

@@ -153,7 +153,8 @@ json publish_builds(const json& records, const fs::path& build_dir, const fs::pa
   return out;
 }
 
-json build_request(const v1::Job& job, const KernelBenchBuildInput& in, const std::string& arch, bool pch) {
+json build_request(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const std::string& arch,
+                   bool pch) {
   json policy_overrides = json::object();
   for (const auto& [k, v] : job.options().policy_overrides()) policy_overrides[k] = v;
   json req = {{"backend", in.backend},
@@ -165,7 +166,10 @@ json build_request(const v1::Job& job, const KernelBenchBuildInput& in, const st
               {"pch_dir", pch ? "/cache/pch" : ""},
               {"manifest_path", "/job/manifest.json"},
               {"arch_list", arch},
-              {"policy_overrides", policy_overrides}};
+              {"policy_overrides", policy_overrides},
+              // the harness's nvcc keeps its two front ends at once under the build's limit (nvcc_steps.py)
+              {"memory_limit_bytes", cfg.sandbox.compile_memory_bytes},
+              {"nvcc_halves", cfg.kernelbench.nvcc_halves}};
   if (in.completion) req["completion_path"] = "/job/completion.md";
   return req;
 }
@@ -291,10 +295,7 @@ void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildIn
   b.output_bytes = in.output_bytes;
   b.binds.push_back({ext_cache.string(), "/cache/ext", false});
   if (!pch.dir.empty()) b.binds.push_back({pch.dir.string(), "/cache/pch", false});
-  b.request = build_request(job, in, out.arch, !pch.dir.empty());
-  // the harness's nvcc keeps its two front ends at once under the build's limit (nvcc_steps.py)
-  b.request["memory_limit_bytes"] = cfg.sandbox.compile_memory_bytes;
-  b.request["nvcc_halves"] = cfg.kernelbench.nvcc_halves;
+  b.request = build_request(job, cfg, in, out.arch, !pch.dir.empty());
   log::info("kernelbench.build", {{"job_id", job.job_id()}, {"backend", in.backend},
                                   {"pch", pch.dir.string()}, {"pch_wait_s", pch.waited}});
   const auto build = run_harness(cfg, b);

@@ -36,6 +36,13 @@ TEST(Config, KernelTraceLibBesideTheBinaryOrConfigured) {
   EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.kernel_trace_lib, "/opt/x/libkt.so");
 }
 
+TEST(Config, NvccHalvesOnByDefaultAndSwitchedOff) {
+  EXPECT_TRUE(kj::load_config(std::nullopt).kernelbench.nvcc_halves);
+  TempDir d;
+  write(d.path / "kjudged.toml", "[kernelbench]\nnvcc_halves = false\n");
+  EXPECT_FALSE(kj::load_config(d.path / "kjudged.toml").kernelbench.nvcc_halves);
+}
+
 TEST(Config, FileThenDropInsInNameOrder) {
   TempDir d;
   write(d.path / "kjudged.toml", "[daemon]\nworkers = 4\nnode = \"n1\"\n[redis]\nurl = \"unix:///x.sock\"\n");

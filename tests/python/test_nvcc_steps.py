@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 from kjudge_harness import nvcc_steps  # noqa: E402
+from kjudge_harness.build import nvcc_environment  # noqa: E402
 
 NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 pytestmark = pytest.mark.skipif(not os.path.exists(NVCC), reason="no nvcc on this machine")
@@ -160,3 +161,12 @@ def test_load_inline_is_pointed_at_it_unless_switched_off_or_the_candidate_chose
     monkeypatch.delenv("PYTORCH_NVCC")
     monkeypatch.setenv("KJUDGE_NVCC_STEPS", "0")
     assert nvcc_steps.environment("/usr/local/cuda", sys.executable) == {}
+
+
+def test_the_daemons_request_reaches_nvcc_steps():
+    # what kernelbench_build.cpp puts in every build request: the limit, and nvcc_halves
+    assert nvcc_environment({"memory_limit_bytes": 4 << 30, "nvcc_halves": True}) == \
+        {"KJUDGE_BUILD_MEMORY_BYTES": str(4 << 30)}
+    assert nvcc_environment({"memory_limit_bytes": 4 << 30, "nvcc_halves": False}) == \
+        {"KJUDGE_NVCC_STEPS": "0", "KJUDGE_BUILD_MEMORY_BYTES": str(4 << 30)}
+    assert nvcc_environment({}) == {}
