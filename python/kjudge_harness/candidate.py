@@ -10,7 +10,7 @@ import threading
 
 import torch
 
-from . import extensions, guards, phases, protocol, timing, trace
+from . import extensions, guards, numerics, phases, protocol, timing, trace
 from .channel import Channel
 from . import inputs as kin
 from .module_loader import load_module
@@ -75,6 +75,7 @@ def run(request, report):
     phases.mark("device_init")
     dtype = protocol.PRECISIONS[request.get("precision", "fp32")]
     compat = request.get("mode") == "compat"
+    numerics.apply(compat)  # torch's own ops compute as the reference's do (numerics.py)
     oracle = request["oracle"]  # the oracle's report, minus nothing secret: shapes and sizes only
     report["stage"] = "load"
     threads_before = task_count()
@@ -94,17 +95,25 @@ def run(request, report):
     guard = guards.Guards({"torch.utils.cpp_extension.load_inline":
                            lambda: torch.utils.cpp_extension.load_inline})
 
-    cand = load_module(request["candidate_path"], "candidate")
-    report["built_at_run"] = hooks.built_at_run
-    report["stage"] = "init"
-    kin.set_seed(int(request["weight_seed"]))
-    model = cand.ModelNew(*oracle["init_inputs"]).to(device)
-    if dtype != torch.float32:
-        model = model.to(dtype)
+    chan = Channel(request["channel_path"], device)
+    # the candidate's first code (module level, __init__) may launch GPU work too: it waits for
+    # other jobs' timed loops like every correctness call, and is finished before the lock goes
+    chan.lock(shared=True)
+    try:
+        cand = load_module(request["candidate_path"], "candidate")
+        report["built_at_run"] = hooks.built_at_run
+        report["stage"] = "init"
+        kin.set_seed(int(request["weight_seed"]))
+        model = cand.ModelNew(*oracle["init_inputs"]).to(device)
+        if dtype != torch.float32:
+            model = model.to(dtype)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    finally:
+        chan.unlock()
     report["guards_changed"] = guard.changed()
     phases.mark("load_and_init")
 
-    chan = Channel(request["channel_path"], device)
     sets = [e["index"] for e in oracle["sets"] if "skipped" not in e]
     report["stage"] = "correctness"
     outputs, mutated, threads_alive = [], [], []
@@ -120,14 +129,19 @@ def run(request, report):
             # process's copy-on-write pages, checked here
             before = TensorSnapshot(values) if device.type == "cpu" else None
             poison(device, entry.get("output_nbytes", 0))
-            if device.type == "cuda":
-                # the call starts on an idle device: work a candidate puts on a side stream of its
-                # own must not race the poison fill (its output would be NaN, INCORRECT rather
-                # than the CHEAT the timing stage names)
-                torch.cuda.synchronize(device)
-            out = model(*values)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            # shared GPU lock: no correctness call overlaps another job's timed loop
+            chan.lock(shared=True)
+            try:
+                if device.type == "cuda":
+                    # the call starts on an idle device: work a candidate puts on a side stream of its
+                    # own must not race the poison fill (its output would be NaN, INCORRECT rather
+                    # than the CHEAT the timing stage names)
+                    torch.cuda.synchronize(device)
+                out = model(*values)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+            finally:
+                chan.unlock()
             # The call returned, its threads did not. CPU backend only until a GPU run shows the CUDA
             # driver starts no short-lived threads of its own during a call (the late-write check
             # and the count after the run cover the GPU).
@@ -195,9 +209,16 @@ def run(request, report):
         # must not touch the timed loop or the thread count.
         report["stage"] = "trace"
         if request.get("trace", True) and sets:
-            traced_out, report["trace"] = trace.traced_call(model, chan.inputs(sets[0]), device, counter,
-                                                            request.get("kernel_trace_lib"))
-            del traced_out
+            traced_inputs = chan.inputs(sets[0])
+            chan.lock(shared=True)  # the traced pass, like the correctness calls, waits for timed loops
+            try:
+                traced_out, report["trace"] = trace.traced_call(model, traced_inputs, device, counter,
+                                                                request.get("kernel_trace_lib"))
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+            finally:
+                chan.unlock()
+            del traced_out, traced_inputs
             chan.release(sets[0])
         phases.mark("trace")
     chan.close()

@@ -68,8 +68,10 @@ class Channel:
             if holder is not None:
                 holder.close()
 
-    def lock(self):
-        self.call({"op": "lock"})
+    def lock(self, shared=False):
+        """The node's GPU lock, held by the worker for this process: exclusive around the timed
+        loop, shared around correctness calls and the trace (they wait for other jobs' loops)."""
+        self.call({"op": "lock", "shared": bool(shared)})
 
     def unlock(self):
         self.call({"op": "unlock"})

@@ -1,7 +1,13 @@
-"""Input sets. Strict mode: every set comes from a per-run secret seed chosen by the daemon; the
-extra sets transform the declared distribution (sign flips, x8 scale, one spike) so that kernels
-which only work on get_inputs()'s range are caught. Compat mode reproduces KernelBench's seeds."""
+"""Input sets. Strict mode: every set is a fresh draw of get_inputs() under a per-run secret seed
+chosen by the daemon; the extra sets transform their draw (sign flips, x8 scale, one spike) so that
+kernels which only work on get_inputs()'s range are caught, inside the problem's input contract
+(input_contract.py: structural zeros, symmetry, probability rows, value sets and constants are
+kept). Compat mode reproduces KernelBench's seeds."""
 import torch
+
+from . import input_contract as contract
+
+_nonzero, _equal = torch.nonzero, torch.equal  # bound before candidate code runs
 
 MASK64 = (1 << 64) - 1
 
@@ -33,32 +39,70 @@ def generate(module, seed, device, on_device):
 
 
 def transform(values, kind, seed):
-    """A variant of a declared set; integer tensors and scalars are left as they are."""
+    """A variant of a declared set, inside the problem's input contract (input_contract.py):
+    returns (values, notes), notes naming each input the variant left as drawn or changed in a
+    structure-keeping way. Integer tensors and scalars are left as they are."""
     if kind in ("", "none", None):
-        return values
-    out = []
-    gens = {}
-    for v in values:
-        if isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() > 0:
+        return values, []
+    if kind not in VARIANTS:
+        raise ValueError(f"unknown input transform '{kind}'")
+    out, notes, seen, gens = [], [], [], {}
+    for i, v in enumerate(values):
+        if not (isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() > 0):
+            out.append(v)
+            continue
+        twin = next(((j, new) for j, old, new in seen if old.shape == v.shape and old.dtype == v.dtype
+                     and torch.equal(old, v)), None)
+        if twin is not None:  # the same tensor passed twice: one variant for both
+            notes.append(f"input {i} equals input {twin[0]}: the same variant")
+            out.append(twin[1])
+            continue
+        shape = contract.structure(v)
+        if shape in contract.FROZEN:
+            notes.append(f"input {i} {STRUCTURE_WORDS[shape]}: kept as drawn")
+            new = v
+        else:
             # drawn on the tensor's own device: a 6.4 GB input's signs made on the host took 13 GB there
             if v.device not in gens:
                 gens[v.device] = torch.Generator(device=v.device).manual_seed(seed & 0x7FFFFFFFFFFFFFFF)
-            gen = gens[v.device]
-            if kind == "signflip":
-                signs = torch.randint(0, 2, v.shape, generator=gen, device=v.device, dtype=torch.int8)
-                v = v * (signs * 2 - 1)
-            elif kind == "scale8":
-                v = v * 8
-            elif kind == "spike":
-                v = v.clone()
-                flat = v.view(-1)
-                at = int(torch.randint(0, flat.numel(), (1,), generator=gen, device=v.device))
-                peak = float(flat.abs().max()) if flat.numel() else 1.0
-                flat[at] = 8 * (peak if peak > 0 else 1.0)
-            else:
-                raise ValueError(f"unknown input transform '{kind}'")
-        out.append(v)
-    return out
+            new = VARIANTS[kind](v, gens[v.device], shape == "symmetric")
+            if shape == "symmetric":
+                notes.append(f"input {i} symmetric: kept symmetric")
+        seen.append((i, v, new))
+        out.append(new)
+    return out, notes
+
+
+STRUCTURE_WORDS = {"constant": "is constant", "discrete": "takes few distinct values",
+                   "simplex": "has rows on the probability simplex"}
+
+
+def _signflip(v, gen, symmetric):
+    if symmetric:
+        return v * contract.symmetric_signs(v, gen)
+    signs = torch.randint(0, 2, v.shape, generator=gen, device=v.device, dtype=torch.int8)
+    return v * (signs * 2 - 1)
+
+
+def _scale8(v, gen, symmetric):
+    return v * 8
+
+
+def _spike(v, gen, symmetric):
+    """One element far outside the draw, on a non-zero position (zeros are structural)."""
+    v = v.clone()
+    flat = v.view(-1)
+    at = contract.spike_position(flat, gen)
+    if at is None:
+        return v
+    peak = float(flat.abs().max())
+    flat[at] = 8 * (peak if peak > 0 else 1.0)
+    if symmetric:
+        flat[contract.mirror(at, v.shape)] = flat[at]
+    return v
+
+
+VARIANTS = {"signflip": _signflip, "scale8": _scale8, "spike": _spike}
 
 
 def cast(values, dtype):
@@ -68,17 +112,58 @@ def cast(values, dtype):
     return [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
 
 
+PERTURB_WINDOW = 4096  # elements of a row searched for two non-zero values to swap
+PERTURB_ROWS_TRIED = 4
+
+
 def perturb(values, seed, call):
-    """Before timed call `call`: in every floating input one element takes another element's
-    value, so no two timed calls see the same inputs. Returns an undo list."""
+    """Before timed call `call`: in every floating input two non-zero elements of one row swap
+    values (their mirror images too where the matrix is symmetric), so no two timed calls see the
+    same inputs while zeros, row sums, value sets and symmetry stay as the problem made them.
+    A pure function of (values, seed, call): the worker replays it for the audited calls.
+    Returns an undo list."""
     undo = []
     for k, v in enumerate(values):
         if isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() > 1 and v.is_contiguous():
-            flat = v.view(-1)
-            h = splitmix64(seed ^ splitmix64((call << 8) | k))
-            a, b = h % flat.numel(), (h >> 32) % flat.numel()
-            undo.append((flat, a, flat[a].clone()))
-            flat[a] = flat[b]
+            undo += _swap_in_row(v, splitmix64(seed ^ splitmix64((call << 8) | k)))
+    return undo
+
+
+def _swap_in_row(v, h):
+    flat = v.view(-1)
+    width = v.shape[-1] if v.dim() and v.shape[-1] > 1 else flat.numel()
+    rows = flat.numel() // width
+    for t in range(PERTURB_ROWS_TRIED):
+        r = (h + t * (h >> 20 | 1)) % rows
+        off = (h >> 12) % max(1, width - PERTURB_WINDOW + 1) if width > PERTURB_WINDOW else 0
+        start = r * width + off
+        nz = _nonzero(flat[start:start + min(width, PERTURB_WINDOW)]).view(-1)
+        if nz.numel() >= 2:
+            i = (h >> 32) % nz.numel()
+            j = (i + 1 + (h >> 48) % (nz.numel() - 1)) % nz.numel()
+            a, b = start + int(nz[i]), start + int(nz[j])
+            return _swap(flat, a, b, _mirrored(v, flat, r, width))
+    return []
+
+
+def _mirrored(v, flat, r, width):
+    """Row r of a square matrix that equals its column: the matrix is symmetric (mirror the swap)."""
+    if v.dim() < 2 or v.shape[-1] != v.shape[-2] or width != v.shape[-1]:
+        return None
+    n = width
+    base, i = (r // n) * n * n, r % n
+    matrix = flat[base:base + n * n].view(n, n)
+    return v.shape if _equal(matrix[i], matrix[:, i]) else None
+
+
+def _swap(flat, a, b, symmetric_shape):
+    new = {a: flat[b].clone(), b: flat[a].clone()}
+    if symmetric_shape is not None:
+        new[contract.mirror(a, symmetric_shape)] = new[a]
+        new[contract.mirror(b, symmetric_shape)] = new[b]
+    undo = [(flat, at, flat[at].clone()) for at in new]
+    for at, value in new.items():
+        flat[at] = value
     return undo
 
 

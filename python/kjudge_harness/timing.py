@@ -3,8 +3,9 @@
 the GPU, perf_counter on the CPU; an adaptive number of trials (stop when the 95% interval of the
 median is within the target, or the budget ends); a rotating pool of input sets, each call's
 inputs perturbed; audited calls whose outputs go to the daemon; the loop's start and end (with a
-byte per call) sent to the daemon's clock socket. Compat mode is KernelBench's loop: 3 warm-ups,
-100 event-timed trials on the current stream, no flush."""
+marks around each call) sent to the daemon's clock socket. Compat mode is KernelBench's loop: 3
+warm-ups, 100 event-timed trials on the current stream, each after a 256 MB fill that thrashes L2,
+the first discarded."""
 import ctypes
 import math
 import socket
@@ -20,12 +21,13 @@ _Socket = socket.socket
 
 class Clock:
     """The daemon's clock: marks sent as datagrams to its unix socket, which the kernel stamps when
-    sent (src/runner/clock_marks.h has the same writer). 'T' marks are held and sent in front of the
-    next other mark: only the loop's start and end need a time, and a loop stays three datagrams.
-    Absent path = no-op; a failed send loses the mark, and the daemon's check then fails closed."""
+    sent (src/runner/clock_marks.h has the native runner's writer). In a timed loop each call is
+    bracketed by a 'B' mark (its inputs ready, the device idle) and a 'T' mark (its work done): the
+    trusted side's own figure for every call. Absent path = no-op; a failed send loses the mark, and
+    the daemon's check then fails closed."""
 
     def __init__(self, path):
-        self.sock, self.held = None, b""
+        self.sock = None
         if path:
             try:
                 self.sock = _Socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -35,20 +37,13 @@ class Clock:
                 self.close()
 
     def mark(self, ch):
-        self.held += ch
-        if ch != b"T":
-            self.send_held()
-
-    def send_held(self):
-        if self.sock is not None and self.held:
+        if self.sock is not None:
             try:
-                self.sock.send(self.held)
+                self.sock.send(ch)
             except OSError:
                 pass
-        self.held = b""
 
     def close(self):
-        self.send_held()
         if self.sock is not None:
             self.sock.close()
             self.sock = None
@@ -135,6 +130,7 @@ def strict_loop(fn, pool, cfg, device, on_audit=None, clock_path=None):
         k = i % len(pool)
         undo = kin.perturb(pool[k], seed, i) if seed else []
         timer.before_call()
+        clock.mark(b"B")
         out, ms, wall = timer.call(fn, pool[k])
         clock.mark(b"T")
         if i in audits and on_audit is not None and isinstance(out, torch.Tensor):
@@ -165,17 +161,30 @@ def round3(x):
     return float(f"{x:.3g}")
 
 
-def kernelbench_loop(fn, args, device, trials=100, warmup=3):
-    """KernelBench's time_execution_with_cuda_event: warm-ups with a sync after each, then per
-    trial two events on the current stream around the call and a device sync."""
+KB_L2_THRASH_ELEMENTS = 32 * 1024 * 1024  # int64: 256 MB, KernelBench's clear_l2_cache
+
+
+def kernelbench_loop(fn, args, device, trials=100, warmup=3, discard_first=1):
+    """KernelBench's time_execution_with_cuda_event (src/kernelbench/timing.py): warm-ups with a sync
+    after each, torch's cached blocks released, then per trial a device sync, a 256 MB fill that
+    thrashes L2 (cold cache), two events on the current stream around the call and a device sync;
+    the first trial is discarded."""
     timer = DeviceTimer(device, False)
     for _ in range(warmup):
         fn(*args)
         timer.sync()
+    if timer.cuda:
+        torch.cuda.empty_cache()
     times = []
-    for _ in range(trials):
+    for trial in range(trials + discard_first):
+        timer.sync()
+        if timer.cuda:
+            dummy = torch.empty(KB_L2_THRASH_ELEMENTS, dtype=torch.int64, device=device)
+            dummy.fill_(42)
+            del dummy
         _, ms, _ = timer.call(fn, args)
-        times.append(ms)
+        if trial >= discard_first:
+            times.append(ms)
     n = len(times)
     mean = sum(times) / n
     std = math.sqrt(sum((t - mean) ** 2 for t in times) / n)

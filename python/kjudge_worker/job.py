@@ -11,10 +11,11 @@ import time
 import torch
 
 from kjudge_harness import inputs as kin
-from kjudge_harness import timing
+from kjudge_harness import numerics, timing
 
 from . import compare, roofline, transport, wire
 from .gpu_lock import GpuLock
+from .meaning import Meaning
 from .problems import finite, nbytes
 
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
@@ -74,6 +75,7 @@ class Job:
         self.timing_cfg = timing_cfg
         declared_finite = True
         public = []
+        meaning = Meaning()
         for k, spec in enumerate(sets):
             entry = {"name": spec["name"], "index": k, "seed": int(spec["seed"]),
                      "transform": spec.get("transform"), "timing_only": bool(spec.get("timing_only"))}
@@ -85,16 +87,21 @@ class Job:
                         self.problem.work = roofline.work_of(self.problem.model, values, out)
             elif not self.problem.compat and declared_finite and not finite(out):
                 entry["skipped"] = "the reference itself gives NaN/Inf on this variant"
+            if not entry["timing_only"]:
+                meaning.add(values, out)
             entry["output_nbytes"] = out.numel() * out.element_size()
             entry["input_nbytes"] = nbytes(values)
             self.specs.append(entry)
-            pub = {"name": entry["name"], "index": k, "output_nbytes": entry["output_nbytes"]}
+            pub = {"name": entry["name"], "index": k, "output_nbytes": entry["output_nbytes"],
+                   "variant": self.variant_text(entry)}
             if "skipped" in entry:
                 pub["skipped"] = entry["skipped"]
             if entry["timing_only"]:
                 pub["timing_only"] = True  # compat: timed, never compared (as KernelBench)
             public.append(pub)
             del values, out
+        if meaning.problem():
+            raise JobError(meaning.problem())
         total = self.heavy.total
         usable = [e["index"] for e in self.specs if "skipped" not in e]
         self.pool = self.timing_pool([k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1])
@@ -105,6 +112,15 @@ class Job:
         timing_cfg["audit_calls"] = self.audits
         return {"sets": public, "pool": self.pool, "audits": self.audits, "init_inputs": self.problem.init_inputs,
                 "candidate_device_bytes": self.candidate_bytes(), "roofline": self.roofline()}
+
+    def variant_text(self, entry):
+        """What set `entry` is, for the result: a fresh draw, or a variant and what it kept."""
+        kind = entry.get("transform") or "none"
+        if self.problem.compat:
+            return "KernelBench trial" if not entry["timing_only"] else "KernelBench timing inputs"
+        head = "fresh draw" if kind == "none" else f"fresh draw, {kind}"
+        notes = self.problem.variant_notes.get(kind, [])
+        return head + ("; " + "; ".join(notes) if notes else "")
 
     def roofline(self):
         """The problem's least work per call (kept with the problem) and the device's peaks, for
@@ -158,7 +174,7 @@ class Job:
         cfg = dict(self.timing_cfg)
         cfg["audit_calls"] = []
         report = {}
-        with GpuLock(self.lock_path), torch.no_grad():
+        with GpuLock(self.lock_path), torch.no_grad(), numerics.scoped(self.problem.compat):
             if self.problem.compat:
                 report["baseline"] = timing.kernelbench_loop(self.problem.model, pool[0], self.device)
             else:
@@ -168,6 +184,42 @@ class Job:
                 if compiled is not None:
                     report["compiled_baseline"] = timing.strict_loop(compiled, pool, cfg, self.device)
         return report
+
+    def adjacent_pool(self, shared):
+        """The reference's inputs for its loop beside the candidate's (None: not asked for)."""
+        if not self.request.get("adjacent_baseline") or self.timing_cfg.get("skip"):
+            return None
+        return [self.timing_inputs(k, shared) for k in self.pool]
+
+    def time_adjacent_baseline(self, pool):
+        """The reference's timed loop right after the candidate's, in the same hold of the GPU lock
+        and on the very input buffers the candidate's loop read (its shared copies): whatever the
+        device's state (clocks, other work queued before the lock), both are measured in it."""
+        if not pool:
+            return
+        try:
+            cfg = dict(self.timing_cfg, audit_calls=[])
+            with torch.no_grad(), self.problem.lock, numerics.scoped(self.problem.compat):
+                if self.problem.compat:
+                    loop = timing.kernelbench_loop(self.problem.model, pool[0], self.device)
+                else:
+                    loop = timing.strict_loop(self.problem.model, pool, cfg, self.device,
+                                              clock_path=self.request.get("clock_path"))
+            self.results["adjacent_baseline"] = loop
+        except torch.cuda.OutOfMemoryError as exc:  # the judge's own memory: the cached baseline serves
+            self.results["adjacent_baseline_error"] = f"device out of memory: {str(exc)[:200]}"
+        finally:
+            transport.release_cached(self.device)
+
+    def timing_inputs(self, k, shared):
+        """Set k's inputs for the reference's loop: the candidate's shared copies where the worker
+        holds them (the same physical memory), else private copies of the pristine set."""
+        values, _ = self.set_values(self.specs[k])
+        copies = shared.get(k, ([],))[0]
+        if self.device.type != "cuda" or not copies or any(c is None for c in copies):
+            return private_copy(values)
+        it = iter(copies)
+        return [next(it) if isinstance(v, torch.Tensor) else v for v in values]
 
     # --- the candidate's channel --------------------------------------------------------------
     def listen(self, path):
@@ -180,8 +232,8 @@ class Job:
         threading.Thread(target=self.serve, name=f"channel-{self.id}", daemon=True).start()
 
     def serve(self):
-        lock = GpuLock(self.lock_path)
-        held_since = None
+        lock, shared_lock = GpuLock(self.lock_path), GpuLock(self.lock_path, shared=True)
+        held, held_since, adjacent_pool = None, None, None
         try:
             conn, _ = self.listener.accept()
         except OSError:
@@ -215,14 +267,22 @@ class Job:
                             fds = []
                             wire.send(conn, {"ok": True})
                         elif op == "lock":
-                            self.results["lock_wait_seconds"] += lock.acquire()
+                            if held is not None:
+                                raise ValueError("lock while holding the GPU lock")
+                            held = shared_lock if msg.get("shared") else lock
+                            if held is lock:  # before the lock: making a set needs the GPU lock shared
+                                adjacent_pool = self.adjacent_pool(shared)
+                            self.results["lock_wait_seconds"] += held.acquire()
                             held_since = time.monotonic()
                             wire.send(conn, {"ok": True})
                         elif op == "unlock":
-                            if held_since is not None:
+                            if held is lock:  # the timed loop's exclusive hold
+                                self.time_adjacent_baseline(adjacent_pool)
+                                adjacent_pool = None
                                 self.results["lock_seconds"] += time.monotonic() - held_since
-                                held_since = None
-                            lock.release()
+                            if held is not None:
+                                held.release()
+                            held, held_since = None, None
                             wire.send(conn, {"ok": True})
                         else:
                             raise ValueError(f"unknown channel op {op!r}")
@@ -241,9 +301,10 @@ class Job:
                         for fd in fds:
                             os.close(fd)
         finally:
-            if held_since is not None:
+            if held is lock:
                 self.results["lock_seconds"] += time.monotonic() - held_since
-            lock.release()
+            if held is not None:
+                held.release()
             try:
                 for k in list(shared):
                     with self.section(k):
@@ -332,6 +393,8 @@ class Job:
                 slot[key] = compare.described(expected, actual, desc, self.request["tolerance"])
             if op == "output" and not slot[key].get("passed"):
                 self.note_earlier_output(entry, actual, desc)
+            elif op == "audit" and not slot[key].get("passed"):
+                self.note_audit_replay(call, actual, desc)
         finally:
             del actual
             if holder is not None:
@@ -341,15 +404,46 @@ class Job:
 
     def note_earlier_output(self, entry, actual, desc):
         """A wrong output that is an earlier set's expected output: the candidate replayed what it
-        returned before for different inputs (memoization, whatever it keys on)."""
+        returned before for different inputs (memoization, whatever it keys on). Only on positive
+        evidence: an output a plain wrong kernel also gives (a constant, zeros near a near-zero
+        answer) proves no replay."""
+        if trivially_wrong(actual):
+            return
         for earlier in self.specs[:entry["index"]]:
             if "skipped" in earlier or earlier["timing_only"]:
                 continue
             _, expected = self.set_values(earlier)
-            with GpuLock(self.lock_path, shared=True):
-                same = compare.described(expected, actual, desc, self.request["tolerance"]).get("passed")
-            if same:
+            if self.replays(expected, actual, desc):
                 self.results["flags"].append(f"output_of_earlier_set:{entry['name']}:{earlier['name']}")
+                return
+
+    def replays(self, expected, actual, desc):
+        """actual passes as `expected` (another input's answer), which is not itself near zero."""
+        tol = self.request["tolerance"]
+        with GpuLock(self.lock_path, shared=True):
+            if near_zero(expected, tol):
+                return False
+            return bool(compare.described(expected, actual, desc, tol).get("passed"))
+
+    def note_audit_replay(self, call, actual, desc):
+        """A wrong audited call: whose answer did it return? The set's own unperturbed inputs (the
+        warm-up's), the first or the previous call on the same buffers, or the call just before.
+        A match is the evidence for memoization; no match leaves it a wrong output."""
+        if trivially_wrong(actual):
+            return
+        seed, pool = int(self.timing_cfg.get("perturb_seed", 0)), len(self.pool)
+        sources = [("its inputs before perturbation", call % pool, None), ("timed call 0 on its buffers", call % pool,
+                   call % pool), ("the previous call on its buffers", call % pool, call - pool),
+                   ("the call before it", (call - 1) % pool, call - 1)]
+        for words, k, other in sources:
+            if other is not None and (other < 0 or other == call or not seed):
+                continue
+            values, expected = self.set_values(self.specs[self.pool[k]])
+            if other is not None:
+                with GpuLock(self.lock_path, shared=True):
+                    expected = self.problem.perturbed_output(values, seed, other)
+            if self.replays(expected, actual, desc):
+                self.results["flags"].append(f"audit_replayed:{call}:{words}")
                 return
 
     def wait_results(self, timeout):
@@ -365,6 +459,20 @@ def reply_error(conn, text):
         wire.send(conn, {"ok": False, "error": text})
     except OSError:
         pass
+
+
+def trivially_wrong(t):
+    """An output a kernel that computed nothing gives (every element equal: zeros, a constant):
+    never evidence of a replay."""
+    flat = t.detach().reshape(-1)
+    return flat.numel() == 0 or bool((flat == flat[0]).all())
+
+
+def near_zero(expected, tol):
+    """An answer that zeros pass (e.g. softmax over a long row): matching it proves nothing."""
+    flat = expected.detach().reshape(-1)
+    return bool(compare.compare(flat, torch.zeros_like(flat), tol["atol"], tol["rtol"],
+                                tol.get("scale_aware", True), tol.get("nan_equal", True))["passed"])
 
 
 def private_copy(values):

@@ -12,7 +12,7 @@ import threading
 import torch
 
 from kjudge_harness import inputs as kin
-from kjudge_harness import protocol
+from kjudge_harness import numerics, protocol
 from kjudge_harness.module_loader import load_module
 
 
@@ -44,13 +44,17 @@ class Problem:
         self.model = (model.to(self.dtype) if self.dtype != torch.float32 else model).eval()
         self.lock = threading.Lock()  # one set at a time through the reference (its RNG, its buffers)
         self.bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        self.variant_notes = {}  # transform -> what it kept (kin.transform's notes)
         self.work = None  # roofline.work_of, once the first job asks (it runs the reference once more)
 
     def make_set(self, seed, transform):
-        """(inputs, expected output): inputs generated on the device under `seed`."""
-        with self.lock, torch.no_grad():
+        """(inputs, expected output): inputs generated on the device under `seed`, the variant's
+        notes kept for the job's report (which inputs it left as drawn)."""
+        with self.lock, torch.no_grad(), numerics.scoped(self.compat):
             values = kin.generate(self.module, int(seed), self.device, on_device=not self.compat)
-            values = kin.cast(kin.transform(values, transform, int(seed)), self.dtype)
+            values, notes = kin.transform(values, transform, int(seed))
+            self.variant_notes[transform or "none"] = notes
+            values = kin.cast(values, self.dtype)
             out = self.model(*values)
             if type(out) is not torch.Tensor:
                 raise TypeError(f"the reference's forward returned {type(out).__name__}, not one tensor")
@@ -61,7 +65,7 @@ class Problem:
     def perturbed_output(self, values, perturb_seed, call):
         """The reference on the inputs timed call `call` saw (a copy, perturbed as the loop did:
         the cached set is shared with other jobs)."""
-        with self.lock, torch.no_grad():
+        with self.lock, torch.no_grad(), numerics.scoped(self.compat):
             values = [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
             if perturb_seed:
                 kin.perturb(values, perturb_seed, call)

@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from kjudge_harness import node_identity
+from kjudge_harness import node_identity, numerics
 
 from . import problems, roofline, transport
 from .job import Heavy, Job, JobError
@@ -28,8 +28,7 @@ class Worker:
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
                 raise RuntimeError("the worker needs a GPU and none is visible in its sandbox")
-            torch.backends.cuda.matmul.allow_tf32 = False  # strict references are exact fp32
-            torch.backends.cudnn.allow_tf32 = False
+            numerics.apply(compat=False)  # each reference runs under its own mode's (numerics.scoped)
             total = torch.cuda.get_device_properties(self.device).total_memory
         else:
             total = 8 << 30

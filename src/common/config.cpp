@@ -264,6 +264,7 @@ void apply(const toml::table& root, Config& c) {
     take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
     take(*k, "precompiled_header", c.kernelbench.precompiled_header);
     take(*k, "nvcc_halves", c.kernelbench.nvcc_halves);
+    take(*k, "adjacent_baseline", c.kernelbench.adjacent_baseline);
     take(*k, "zygote", c.kernelbench.zygote);
     s.clear();
     take(*k, "resume_lib", s);

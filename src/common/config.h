@@ -102,6 +102,9 @@ struct KernelBenchConfig {
   std::filesystem::path cache_dir;    // torch extension builds + precompiled headers; empty = <state>/cache
   std::string cuda_arch_list;         // TORCH_CUDA_ARCH_LIST for builds; empty = ask nvidia-smi once
   bool precompiled_header = true;     // build torch/extension.h once per node and torch version
+  // the reference's timed loop right after each candidate's, in the same GPU-lock hold and on the
+  // same input buffers (docs/timing.md); false: the baseline cached per node and problem
+  bool adjacent_baseline = true;
   bool nvcc_halves = true;            // a .cu's host and device halves side by side (nvcc_steps.py)
   // Harness roles resumed from a zygote that imported torch once (python/kjudge_harness/zygote.py)
   // instead of a fresh interpreter per role; off (or without the library): exec'd as before.

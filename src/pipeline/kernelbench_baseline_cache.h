@@ -26,8 +26,8 @@ class KernelBenchBaselineCache {
 
   // The identity the oracle must report for `cached()` to stand, or "" when nothing is cached.
   const std::string& expected_identity() const { return identity_; }
-  // The entry for expected_identity(): {"baseline", "compiled_baseline"?, "overhead_per_call_ms",
-  // "wall_gap_ms"}.
+  // The entry for expected_identity(): {"baseline", "compiled_baseline"?, "wall_gap_ms",
+  // "mark_overhead_ms"?}.
   const std::optional<nlohmann::json>& cached() const { return entry_; }
   // Stores an entry measured on the node `identity` (atomic rename; last writer wins).
   void store(const std::string& identity, const nlohmann::json& entry) const;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "pipeline/engine_checks.h"
+#include "pipeline/loop_marks.h"
 #include "pipeline/pipeline_util.h"
 
 namespace kj {
@@ -125,6 +126,65 @@ std::optional<double> loop_span(const std::vector<ClockMark>& marks, std::size_t
   return std::chrono::duration<double, std::milli>(e->at - s->at).count();
 }
 
+// The source the worker found for a wrong audited call's output ("" if none): the evidence that
+// the call replayed an answer computed for other inputs.
+static std::string replay_source(const nlohmann::json& worker, int call) {
+  const std::string prefix = fmt::format("audit_replayed:{}:", call);
+  for (const auto& flag : worker.value("flags", nlohmann::json::array()))
+    if (flag.is_string() && flag.get<std::string>().rfind(prefix, 0) == 0) return flag.get<std::string>().substr(prefix.size());
+  return "";
+}
+
+// A wrong audited call is a replay (CHEAT) only when its output is another call's answer; else
+// it is a wrong output (the kernel depends on more than its inputs: a race, stale memory).
+static std::optional<Decision> check_audits(const KernelBenchFacts& f, std::size_t calls, v1::Result& r) {
+  unsigned audits = 0;
+  const auto& audited = (*f.worker)["audits"];
+  for (const auto& call_j : f.oracle->value("audits", nlohmann::json::array())) {
+    const int call = call_j.get<int>();
+    if (call >= static_cast<int>(calls)) continue;
+    ++audits;
+    const std::string key = std::to_string(call);
+    if (audited.contains(key) && audited[key].value("passed", false)) continue;
+    add_flag(r, "audit_failed");
+    if (const auto source = replay_source(*f.worker, call); !source.empty())
+      return cheat(r, v1::CHEAT_MEMOIZATION,
+                   fmt::format("timed call {} returned the answer for {}, not for its own inputs (the correctness "
+                               "calls were right): results reused across calls",
+                               call, source));
+    return Decision{v1::INCORRECT,
+                    fmt::format("timed call {} returned wrong outputs for its inputs although the correctness calls were "
+                                "right: the result depends on more than the inputs (a race, uninitialised or stale "
+                                "memory, state kept between calls)",
+                                call)};
+  }
+  r.mutable_performance()->set_audits(audits);
+  return std::nullopt;
+}
+
+// Marks missing or forged: no trusted figure exists for the loop. Reported time above what the
+// daemon's clock saw pass gains nothing, but says the report is forged.
+static std::optional<Decision> check_loop_marks(const KernelBenchFacts& f, const nlohmann::json& t, v1::Result& r) {
+  const auto trial_ms = json_doubles(t, "trial_ms");
+  double in_sum = 0;
+  for (double x : trial_ms) in_sum += x;
+  auto* perf = r.mutable_performance();
+  perf->set_inprocess_sum_ms(in_sum);
+  const auto loops = timed_loops(*f.marks);
+  if (loops.empty() || loops.front().calls != trial_ms.size() || loops.front().call_ms.size() != trial_ms.size()) {
+    add_flag(r, "clock_marks_inconsistent");
+    return Decision{v1::SUSPICIOUS, "the timed loop's marks on the daemon's clock are missing or forged"};
+  }
+  const double span = loops.front().span_ms;
+  perf->set_outside_wall_ms(span);
+  // the slack only has to cover the daemon's reader thread being scheduled late on a loaded node
+  if (in_sum > span * 1.5 + 50.0) {
+    add_flag(r, "inprocess_exceeds_outside");
+    return Decision{v1::SUSPICIOUS, "the reported call times exceed the daemon's own clock (forged report?)"};
+  }
+  return std::nullopt;
+}
+
 std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Result& r) {
   const auto& c = *f.candidate;
   // 1. Inputs are read-only: the candidate's own check (host sets) and the worker's (its shared
@@ -148,55 +208,13 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
   if (!f.timed || !c.contains("timing")) return std::nullopt;
   const auto& t = c["timing"];
   if (t.value("stop_reason", "") == "compat") return std::nullopt;  // KernelBench's loop: no engine checks
+  const auto trial_ms = json_doubles(t, "trial_ms"), wall_ms = json_doubles(t, "trial_wall_ms");
 
   // 2. Audited timed calls (inputs perturbed per call): full outputs against the oracle's.
-  const auto trial_ms = json_doubles(t, "trial_ms"), wall_ms = json_doubles(t, "trial_wall_ms");
-  unsigned audits = 0;
-  const auto& audited = (*f.worker)["audits"];
-  for (const auto& call_j : f.oracle->value("audits", nlohmann::json::array())) {
-    const int call = call_j.get<int>();
-    if (call >= static_cast<int>(trial_ms.size())) continue;
-    ++audits;
-    const std::string key = std::to_string(call);
-    if (!audited.contains(key) || !audited[key].value("passed", false)) {
-      add_flag(r, "audit_failed");
-      return cheat(r, v1::CHEAT_MEMOIZATION,
-                   fmt::format("timed call {} returned wrong outputs for its inputs (the correctness calls were "
-                               "right): results reused across calls",
-                               call));
-    }
-  }
-  r.mutable_performance()->set_audits(audits);
-
-  // 3. The daemon's clock over the loop against the in-process figures.
-  double in_sum = 0;
-  for (double x : trial_ms) in_sum += x;
-  auto* perf = r.mutable_performance();
-  perf->set_inprocess_sum_ms(in_sum);
-  const auto span = loop_span(*f.marks, trial_ms.size());
-  if (!span) {
-    add_flag(r, "clock_marks_inconsistent");
-    return Decision{v1::SUSPICIOUS, "the timed loop's marks on the daemon's clock are missing or forged"};
-  }
-  perf->set_outside_wall_ms(*span);
-  const double n = static_cast<double>(trial_ms.size());
-  // Slack for a loaded node (the clean overhead was measured at another moment, in another
-  // process): hidden work must at least double the loop to be flagged.
-  const double bound = (in_sum + n * f.overhead_per_call_ms) * 2.0 + 20.0 + 0.1 * n;
-  perf->set_outside_bound_ms(bound);
-  if (*span > bound) {
-    add_flag(r, "outside_clock_disagrees");
-    return Decision{v1::SUSPICIOUS, fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the candidate's "
-                                                "process reported {:.2f} ms of calls (+ harness overhead): time is "
-                                                "being spent outside the measured region",
-                                                *span, in_sum)};
-  }
-  // Reporting more time than passed gains a candidate nothing; the slack only has to cover the
-  // daemon's reader thread being scheduled late on a loaded node.
-  if (in_sum > *span * 1.5 + 50.0) {
-    add_flag(r, "inprocess_exceeds_outside");
-    return Decision{v1::SUSPICIOUS, "the reported call times exceed the daemon's own clock (forged report?)"};
-  }
+  if (auto d = check_audits(f, trial_ms.size(), r)) return d;
+  // 3. The daemon's clock over the loop: the marks must be there; what they say about each call's
+  // time decides the speedup (kernelbench_speedup.h), not a verdict.
+  if (auto d = check_loop_marks(f, t, r)) return d;
   // 4. Device work outside the timed stream: host wall (launch .. device-wide sync) against the
   // events, beyond what the clean process's harness overhead explains.
   if (t.value("method", "") == "cuda_events") {

@@ -29,7 +29,6 @@ struct KernelBenchFacts {
   const nlohmann::json* oracle = nullptr;          // the worker's prepare report (sets, pool, audits)
   const nlohmann::json* worker = nullptr;          // the worker's results: comparisons, audits, flags
   const std::vector<ClockMark>* marks = nullptr;   // the daemon's clock on the candidate's loop
-  double overhead_per_call_ms = 0;                 // clean process: outside - inside, per call
   double clean_wall_minus_event_ms = 0;            // clean process: host wall - event time, median
   Tolerance tol{};
   bool timed = false;

@@ -22,6 +22,8 @@
 #include "pipeline/kernelbench_baseline_cache.h"
 #include "pipeline/kernelbench_build.h"
 #include "pipeline/kernelbench_checks.h"
+#include "pipeline/kernelbench_speedup.h"
+#include "pipeline/loop_marks.h"
 #include "pipeline/kernelbench_roofline.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/pipeline_util.h"
@@ -62,36 +64,46 @@ std::string last_line(const std::string& text) {
   return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
 }
 
-v1::TimingStats stats_of(const json& timing) {
-  const std::vector<double> ms = json_doubles(timing, "trial_ms");
-  v1::TimingStats s = timing_stats(ms, timing.value("method", ""));
-  if (!ms.empty()) s.set_max_ms(*std::max_element(ms.begin(), ms.end()));
-  if (timing.contains("kernelbench_stats")) {  // KernelBench's rounding (3 significant figures)
-    const auto& k = timing["kernelbench_stats"];
-    s.set_mean_ms(k.value("mean", 0.0));
-    s.set_std_ms(k.value("std", 0.0));
-    s.set_min_ms(k.value("min", 0.0));
-    s.set_max_ms(k.value("max", 0.0));
-  }
-  return s;
-}
-
-// Per-call harness overhead outside the timed region, and the clean wall-minus-event gap, from
-// the oracle's baseline loop (a process that never ran candidate code).
-void clean_overheads(const json& timing, const std::vector<ClockMark>& marks, double& per_call, double& wall_gap) {
+// The clean wall-minus-event gap per call (median), from the oracle's baseline loop (a process
+// that never ran candidate code): what the side-stream check allows a call beyond its events.
+double clean_wall_gap(const json& timing) {
   const std::vector<double> ms = json_doubles(timing, "trial_ms"), wall = json_doubles(timing, "trial_wall_ms");
-  double sum = 0;
-  for (double x : ms) sum += x;
-  if (auto span = loop_span(marks, ms.size()); span && !ms.empty()) per_call = std::max(0.0, (*span - sum) / ms.size());
-  if (!ms.empty() && ms.size() == wall.size()) {
-    std::vector<double> gap;
-    for (std::size_t i = 0; i < ms.size(); ++i) gap.push_back(wall[i] - ms[i]);
-    std::sort(gap.begin(), gap.end());
-    wall_gap = std::max(0.0, gap[gap.size() / 2]);
-  }
+  if (ms.empty() || ms.size() != wall.size()) return 0;
+  std::vector<double> gap;
+  for (std::size_t i = 0; i < ms.size(); ++i) gap.push_back(wall[i] - ms[i]);
+  std::sort(gap.begin(), gap.end());
+  return std::max(0.0, gap[gap.size() / 2]);
 }
 
 
+}  // namespace
+
+namespace {
+// The speedup against the reference's loop beside the candidate's when the worker timed one
+// (same lock hold, same input buffers), else against the prepared or cached baseline.
+void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, const json& baseline, const json& seen,
+                             const std::vector<ClockMark>& marks, const std::vector<ClockMark>& worker_marks,
+                             bool compat, const json& roofline) {
+  *perf.mutable_candidate() = stats_of(cand_timing);
+  perf.set_stop_reason(cand_timing.value("stop_reason", ""));
+  set_roofline(perf, roofline);
+  const bool adjacent = seen.contains("adjacent_baseline");
+  if (!adjacent && !baseline.contains("baseline")) return;
+  const auto cand_loops = timed_loops(marks), ref_loops = timed_loops(worker_marks);
+  SpeedupFacts f;
+  f.candidate = &cand_timing;
+  f.baseline = adjacent ? &seen["adjacent_baseline"] : &baseline["baseline"];
+  if (baseline.contains("compiled_baseline")) f.compiled_baseline = &baseline["compiled_baseline"];
+  if (!cand_loops.empty()) f.candidate_loop = &cand_loops.front();
+  if (adjacent && !ref_loops.empty())
+    f.harness_overhead_ms = harness_overhead_ms(*f.baseline, ref_loops.back());
+  else if (!adjacent && baseline.contains("mark_overhead_ms"))
+    f.harness_overhead_ms = baseline.value("mark_overhead_ms", 0.0);
+  f.compat = compat;
+  set_speedup(perf, f);
+  perf.set_baseline_adjacent(adjacent);
+  if (adjacent) perf.set_baseline_cached(false);
+}
 }  // namespace
 
 void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
@@ -185,6 +197,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                    {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}, {"scale_aware", tol.scale_aware},
                                   {"nan_equal", tol.nan_equal}}},
                    {"time_baseline", max_trials > 0},
+                   {"adjacent_baseline", max_trials > 0 && cfg.kernelbench.adjacent_baseline},
                    // skip the baseline only on the node the cached figures were measured on
                    {"baseline_unless_identity", baselines.cached() ? baselines.expected_identity() : ""}};
   std::optional<json> prepared;
@@ -223,12 +236,10 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // The clean process's figures: measured now (and cached), or the cache's for this very node.
   json baseline;
   if (orep.contains("baseline")) {
-    baseline = {{"baseline", orep["baseline"]}, {"overhead_per_call_ms", 0.0}, {"wall_gap_ms", 0.0}};
+    baseline = {{"baseline", orep["baseline"]}, {"wall_gap_ms", clean_wall_gap(orep["baseline"])}};
     if (orep.contains("compiled_baseline")) baseline["compiled_baseline"] = orep["compiled_baseline"];
-    double per_call = 0, gap = 0;
-    clean_overheads(orep["baseline"], oracle_marks, per_call, gap);
-    baseline["overhead_per_call_ms"] = per_call;
-    baseline["wall_gap_ms"] = gap;
+    if (const auto loops = timed_loops(oracle_marks); !loops.empty())
+      if (const auto o = harness_overhead_ms(orep["baseline"], loops.front())) baseline["mark_overhead_ms"] = *o;
     baselines.store(orep.value("node_identity", ""), baseline);
   } else if (orep.value("baseline_skipped", false) && baselines.cached()) {
     baseline = *baselines.cached();
@@ -277,13 +288,16 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
       orep.value("candidate_device_bytes", std::uint64_t{0}),
       static_cast<std::uint64_t>(kCandidateDeviceShare * orep.value("device_total_bytes", 0.0)), &admission_wait);
   (*r.mutable_phase_seconds())["device_memory_wait"] = admission_wait;
-  std::vector<ClockMark> marks;
+  std::vector<ClockMark> marks, worker_marks;
   HarnessStep cand;
   {
-    // The daemon's clock: the socket the candidate's harness sends its loop marks to.
+    // The daemon's clock: the sockets the candidate's harness and the worker (the reference's
+    // loop beside the candidate's) send their loop marks to.
     ClockReader reader(cand_dir / "clock");
+    ClockReader worker_clock(wjob.clock_socket());
     cand = run_harness(cfg, c);
     marks = reader.finish();
+    worker_marks = worker_clock.finish();
   }
   if (cand.report) add_phases(r, "candidate", *cand.report);
   r.mutable_resources()->set_cpu_seconds(cand.sandbox.cpu_seconds);
@@ -328,6 +342,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     const std::string k = std::to_string(s["index"].get<int>());
     v1::CorrectnessSet cs;
     cs.set_name(s["name"].get<std::string>());
+    cs.set_variant(s.value("variant", ""));
     v1::TensorComparison cmp = compared.contains(k) ? comparison_from_json(compared[k]) : v1::TensorComparison();
     if (!compared.contains(k)) {
       cmp.set_arg("output");
@@ -345,7 +360,6 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // candidate that skips its kernel on a cached call is a memoization cheat first.
   clock.start(v1::STAGE_TIMING);
   if (max_trials && baseline.contains("baseline")) {
-    facts.overhead_per_call_ms = std::max(baseline.value("overhead_per_call_ms", 0.0), 0.05);
     facts.clean_wall_minus_event_ms = baseline.value("wall_gap_ms", 0.0);
   }
   const auto integrity = check_after_compare(facts, r);
@@ -374,20 +388,10 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   const auto illegal = decide_legality(trace, cls, /*libraries_allowed=*/false);
   if (illegal && !compat) return fail(*illegal);
 
-  if (max_trials && crep.contains("timing")) {
-    auto* perf = r.mutable_performance();
-    *perf->mutable_candidate() = stats_of(crep["timing"]);
-    perf->set_stop_reason(crep["timing"].value("stop_reason", ""));
-    if (baseline.contains("baseline")) *perf->mutable_baseline() = stats_of(baseline["baseline"]);
-    if (baseline.contains("compiled_baseline")) *perf->mutable_compiled_baseline() = stats_of(baseline["compiled_baseline"]);
-    const auto pick = [&](const v1::TimingStats& s) { return compat ? s.mean_ms() : s.median_ms(); };
-    if (pick(perf->candidate()) > 0) {
-      perf->set_speedup(pick(perf->baseline()) / pick(perf->candidate()));
-      if (perf->has_compiled_baseline())
-        perf->set_speedup_vs_compiled(pick(perf->compiled_baseline()) / pick(perf->candidate()));
-    }
-    set_roofline(*perf, orep.value("roofline", json()));
-  }
+  if (max_trials && crep.contains("timing"))
+    set_kernelbench_speedup(*r.mutable_performance(), crep["timing"], baseline, *seen, marks, worker_marks, compat,
+                            orep.value("roofline", json()));
+  if (r.performance().speedup_source() == "trusted_clock") add_flag(r, "outside_clock_disagrees");
   if (integrity) return fail(*integrity);
   if (illegal) return fail(*illegal);
   clock.start(v1::STAGE_DONE);

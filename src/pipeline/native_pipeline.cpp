@@ -15,6 +15,7 @@
 #include "pipeline/compare.h"
 #include "pipeline/dtype.h"
 #include "pipeline/engine_checks.h"
+#include "pipeline/reference_meaning.h"
 #include "pipeline/compile_diagnostics.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/inputs.h"
@@ -322,6 +323,7 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
     detail = tail(ref_step.sandbox.stderr_data, 2000);
     return fail(*d);
   }
+  if (auto d = decide_reference_meaning(task, ref.dir, nsets, expected_inputs)) return fail(*d);
   const std::string ref_device = device_identity(*ref_step.runner);
   v1::Performance baseline;  // baseline stats, outside_wall_ms = harness overhead per call, peak_gbps
   if (cached && ref_device == memo_device) {

@@ -35,4 +35,26 @@ kjudge::v1::TimingStats timing_stats(std::span<const double> trial_ms, const std
   return s;
 }
 
+Interval median_interval(std::span<const double> xs) {
+  const std::size_t n = xs.size();
+  if (n < 5) return {};
+  std::vector<double> v(xs.begin(), xs.end());
+  std::sort(v.begin(), v.end());
+  const double half = 1.96 * std::sqrt(static_cast<double>(n)) / 2;
+  const double mid = static_cast<double>(n) / 2;
+  const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(mid - half)));
+  const auto hi = std::min(n - 1, static_cast<std::size_t>(std::ceil(mid + half)));
+  return {v[lo], v[hi]};
+}
+
+Interval mean_interval(std::span<const double> xs) {
+  const std::size_t n = xs.size();
+  if (n < 2) return {};
+  const double mean = std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(n);
+  double var = 0;
+  for (double x : xs) var += (x - mean) * (x - mean);
+  const double half = 1.96 * std::sqrt(var / static_cast<double>(n - 1) / static_cast<double>(n));
+  return {mean - half, mean + half};
+}
+
 }  // namespace kj

@@ -1,0 +1,85 @@
+"""What a problem's inputs structurally are, read off one draw of get_inputs(), so that the judge's
+derived sets and per-call perturbations stay inside the problem's contract (docs/input-contract.md).
+
+A derived set is always a fresh draw from the problem's own generator under its own seed; a variant
+(sign flips, x8, one spike) then changes that draw only where nothing structural forbids it:
+  constant tensor       no change (a constant is part of the problem, e.g. torch.ones)
+  few distinct values   no change (masks, one-hot rows, labels stored as floats)
+  rows on the simplex   no change (probability rows: non-negative, each row sums to 1)
+  symmetric matrices    the same sign for [i, j] and [j, i]; a spike at both
+  exact zeros           kept zero (sign flips and scaling keep them; a spike lands on a non-zero)
+  the same tensor twice the second argument gets the first one's variant
+Non-negative inputs (torch.rand) still get sign flips: a ReLU that returns its input must fail."""
+import torch
+
+DISCRETE_VALUES = 16         # at most this many distinct values in a sample: a discrete tensor
+DISCRETE_SAMPLE = 1 << 20    # elements sampled for that count
+MIN_DISCRETE_ELEMENTS = 64   # fewer elements tell nothing about a value set
+SIMPLEX_TOL = 1e-3
+
+
+def _sample(flat):
+    if flat.numel() <= DISCRETE_SAMPLE:
+        return flat
+    step = flat.numel() // DISCRETE_SAMPLE
+    return flat[::step][:DISCRETE_SAMPLE]
+
+
+def is_constant(v):
+    flat = v.reshape(-1)
+    return bool((flat == flat[0]).all()) or bool(torch.isnan(flat).all())
+
+
+def is_discrete(v):
+    if v.numel() < MIN_DISCRETE_ELEMENTS:
+        return False
+    return torch.unique(_sample(v.reshape(-1))).numel() <= DISCRETE_VALUES
+
+
+def is_simplex_rows(v):
+    if v.dim() == 0 or v.shape[-1] < 2 or not bool((v >= 0).all()):
+        return False
+    sums = v.to(torch.float64).sum(-1)
+    return bool(((sums - 1).abs() <= SIMPLEX_TOL).all())
+
+
+def is_symmetric(v):
+    return v.dim() >= 2 and v.shape[-1] == v.shape[-2] and v.shape[-1] > 1 and torch.equal(v, v.transpose(-1, -2))
+
+
+def structure(v):
+    """The first rule that holds for this floating tensor: 'constant', 'discrete', 'simplex',
+    'symmetric', or '' (free: sign flips, scaling and spikes allowed; zeros stay zero anyway)."""
+    if v.numel() < 2:
+        return "constant"
+    for name, test in (("constant", is_constant), ("discrete", is_discrete), ("simplex", is_simplex_rows),
+                       ("symmetric", is_symmetric)):
+        if test(v):
+            return name
+    return ""
+
+
+FROZEN = ("constant", "discrete", "simplex")  # structures no value transform keeps
+
+
+def symmetric_signs(v, gen):
+    """A +-1 mask with mask[..., i, j] == mask[..., j, i]."""
+    signs = torch.randint(0, 2, v.shape, generator=gen, device=v.device, dtype=torch.int8) * 2 - 1
+    upper = torch.triu(signs)
+    return upper + torch.triu(signs, 1).transpose(-1, -2)
+
+
+def spike_position(flat, gen):
+    """A random position holding a non-zero value (structural zeros stay zero); None if all are zero."""
+    nonzero = torch.nonzero(flat)
+    if nonzero.numel() == 0:
+        return None
+    pick = int(torch.randint(0, nonzero.shape[0], (1,), generator=gen, device=flat.device))
+    return int(nonzero[pick, 0])
+
+
+def mirror(at, shape):
+    """Flat index of [.., j, i] for the flat index of [.., i, j]."""
+    n = shape[-1]
+    base, i, j = at - at % (n * n), (at % (n * n)) // n, at % n
+    return base + j * n + i
