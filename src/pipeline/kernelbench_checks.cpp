@@ -117,15 +117,6 @@ std::optional<Decision> check_channel(const nlohmann::json& worker, v1::Result& 
                            refused.size(), refused[0].get<std::string>()));
 }
 
-std::optional<double> loop_span(const std::vector<ClockMark>& marks, std::size_t calls) {
-  const auto s = std::find_if(marks.begin(), marks.end(), [](const ClockMark& m) { return m.event == 'S'; });
-  const auto e = std::find_if(marks.begin(), marks.end(), [](const ClockMark& m) { return m.event == 'E'; });
-  if (s == marks.end() || e == marks.end() || e < s) return std::nullopt;
-  const auto t = static_cast<std::size_t>(std::count_if(s, e, [](const ClockMark& m) { return m.event == 'T'; }));
-  if (t != calls) return std::nullopt;
-  return std::chrono::duration<double, std::milli>(e->at - s->at).count();
-}
-
 // The source the worker found for a wrong audited call's output ("" if none): the evidence that
 // the call replayed an answer computed for other inputs.
 static std::string replay_source(const nlohmann::json& worker, int call) {

@@ -45,8 +45,5 @@ std::optional<Decision> check_before_compare(const KernelBenchFacts& f, kjudge::
 // After a correct comparison and the legality verdict.
 std::optional<Decision> check_after_compare(const KernelBenchFacts& f, kjudge::v1::Result& r);
 
-// Span of the timed loop on the daemon's clock ('S' .. 'E', one 'T' per call); nullopt if the
-// marks do not match `calls`.
-std::optional<double> loop_span(const std::vector<ClockMark>& marks, std::size_t calls);
 
 }  // namespace kj

@@ -16,6 +16,8 @@
 #include "pipeline/kernelbench_baseline_cache.h"
 #include "pipeline/kernelbench_build.h"
 #include "pipeline/kernelbench_checks.h"
+#include "pipeline/kernelbench_speedup.h"
+#include "pipeline/loop_marks.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/validate.h"
 #include "pipeline/verdict.h"
@@ -156,16 +158,58 @@ TEST(KernelBenchVerdict, HarnessFailures) {
   EXPECT_EQ(kj::decide_harness(oom, nullptr, kj::Party::Candidate, false, 1000, {})->verdict, v1::MEMORY_LIMIT);
 }
 
-TEST(KernelBenchChecks, LoopSpanNeedsOneMarkPerCall) {
+TEST(KernelBenchChecks, TimedLoopsBracketEachCall) {
+  using std::chrono::milliseconds;
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<kj::ClockMark> marks = {{'S', t0},
-                                            {'T', t0 + std::chrono::milliseconds(3)},
-                                            {'T', t0 + std::chrono::milliseconds(6)},
-                                            {'E', t0 + std::chrono::milliseconds(7)}};
-  ASSERT_TRUE(kj::loop_span(marks, 2));
-  EXPECT_NEAR(*kj::loop_span(marks, 2), 7.0, 1e-9);
-  EXPECT_FALSE(kj::loop_span(marks, 3));  // a report claiming more calls than the clock saw
-  EXPECT_FALSE(kj::loop_span({}, 0));
+                                            {'B', t0 + milliseconds(1)},
+                                            {'T', t0 + milliseconds(3)},
+                                            {'B', t0 + milliseconds(4)},
+                                            {'T', t0 + milliseconds(8)},
+                                            {'E', t0 + milliseconds(9)},
+                                            {'S', t0 + milliseconds(20)},
+                                            {'T', t0 + milliseconds(21)},
+                                            {'E', t0 + milliseconds(22)}};
+  const auto loops = kj::timed_loops(marks);
+  ASSERT_EQ(loops.size(), 2u);
+  EXPECT_NEAR(loops[0].span_ms, 9.0, 1e-9);
+  EXPECT_EQ(loops[0].calls, 2u);
+  ASSERT_EQ(loops[0].call_ms.size(), 2u);
+  EXPECT_NEAR(loops[0].call_ms[0], 2.0, 1e-9);
+  EXPECT_NEAR(loops[0].call_ms[1], 4.0, 1e-9);
+  EXPECT_EQ(loops[1].calls, 1u);
+  EXPECT_TRUE(loops[1].call_ms.empty());  // a call without its 'B' mark: no trusted figure for the loop
+  EXPECT_TRUE(kj::timed_loops({{'S', t0}, {'T', t0}}).empty());  // never closed
+}
+
+// The daemon's clock decides when the in-process events undercount a call; otherwise the events
+// (more precise) stand, and the interval covers both medians' spreads.
+TEST(KernelBenchSpeedup, TheDaemonsClockReplacesEventsThatUndercount) {
+  using nlohmann::json;
+  const json base = {{"trial_ms", std::vector<double>(20, 2.0)}, {"method", "cuda_events"}};
+  json cand = {{"trial_ms", std::vector<double>(20, 1.0)}, {"method", "cuda_events"}};
+  kj::TimedLoop honest, forged;
+  honest.calls = forged.calls = 20;
+  honest.call_ms.assign(20, 1.05);  // the harness's 0.05 ms around each call
+  forged.call_ms.assign(20, 2.05);  // the calls took twice what the events say
+  kj::SpeedupFacts f;
+  f.candidate = &cand;
+  f.baseline = &base;
+  f.harness_overhead_ms = 0.05;
+  f.candidate_loop = &honest;
+  v1::Performance perf;
+  kj::set_speedup(perf, f);
+  EXPECT_EQ(perf.speedup_source(), "events");
+  EXPECT_NEAR(perf.speedup(), 2.0, 1e-9);
+  EXPECT_NEAR(perf.trusted_call_ms(), 1.0, 1e-9);
+  EXPECT_LE(perf.speedup_ci_low(), 2.0);
+  EXPECT_GE(perf.speedup_ci_high(), 2.0);
+  f.candidate_loop = &forged;
+  v1::Performance trusted;
+  kj::set_speedup(trusted, f);
+  EXPECT_EQ(trusted.speedup_source(), "trusted_clock");
+  EXPECT_NEAR(trusted.speedup(), 1.0, 1e-9);
+  EXPECT_NEAR(*kj::harness_overhead_ms(base, honest), 0.0, 1e-9);  // 1.05 - 2.0 is clamped at 0
 }
 
 TEST(KernelBenchCompare, CompatModeIsTorchAllcloseExactly) {
