@@ -76,6 +76,13 @@ v1::TimingStats stats_of(const json& timing) {
   return s;
 }
 
+// The reference's timings go in every result that got this far, whatever the candidate does next:
+// a report lists the reference's time for every problem, not only where a sample was timed.
+void record_reference_timings(v1::Performance& perf, const json& baseline) {
+  if (baseline.contains("baseline")) *perf.mutable_baseline() = stats_of(baseline["baseline"]);
+  if (baseline.contains("compiled_baseline")) *perf.mutable_compiled_baseline() = stats_of(baseline["compiled_baseline"]);
+}
+
 // Per-call harness overhead outside the timed region, and the clean wall-minus-event gap, from
 // the oracle's baseline loop (a process that never ran candidate code).
 void clean_overheads(const json& timing, const std::vector<ClockMark>& marks, double& per_call, double& wall_gap) {
@@ -234,6 +241,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     baseline = *baselines.cached();
     r.mutable_performance()->set_baseline_cached(true);
   }
+  record_reference_timings(*r.mutable_performance(), baseline);
 
   // 4. Candidate: its builds, its own code, and the job channel to the worker (input sets in,
   // outputs out, as shared device memory); nothing the worker keeps.
@@ -378,8 +386,6 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     auto* perf = r.mutable_performance();
     *perf->mutable_candidate() = stats_of(crep["timing"]);
     perf->set_stop_reason(crep["timing"].value("stop_reason", ""));
-    if (baseline.contains("baseline")) *perf->mutable_baseline() = stats_of(baseline["baseline"]);
-    if (baseline.contains("compiled_baseline")) *perf->mutable_compiled_baseline() = stats_of(baseline["compiled_baseline"]);
     const auto pick = [&](const v1::TimingStats& s) { return compat ? s.mean_ms() : s.median_ms(); };
     if (pick(perf->candidate()) > 0) {
       perf->set_speedup(pick(perf->baseline()) / pick(perf->candidate()));
