@@ -38,7 +38,8 @@ CHEATS = frozenset(POLICIES["cheat_verdicts"])
 INFRA = frozenset({"INFRA_ERROR", "CANCELLED", "EXPIRED", "JUDGE_TIMEOUT", "QUEUE_ERROR"})
 INVALID = frozenset({"INVALID_JOB", "VERDICT_UNSPECIFIED"})
 JOB_OPTIONS = ("backend", "mode", "precision", "tenant", "trials", "correctness_sets", "reward_policy", "sizes",
-               "compile_wall_ms", "run_wall_ms", "priority", "batch_id", "problem_id", "meta", "job_id")
+               "compile_wall_ms", "run_wall_ms", "priority", "batch_id", "problem_id", "meta", "job_id", "group", "turn",
+               "parent_job_id")
 
 
 class NotScored(Exception):
