@@ -201,3 +201,14 @@ def test_interrupted_run_writes_an_incomplete_summary_and_report(tmp_path, monke
     assert summary["strict"]["overall"]["samples"] == 1
     assert "INCOMPLETE" in (out / "report.html").read_text()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is put back
+
+
+def test_a_kernelbench_clone_is_a_dataset(tmp_path):
+    clone = tmp_path / "KernelBench"  # git clone https://github.com/ScalingIntelligence/KernelBench
+    (clone / "KernelBench" / "level1").mkdir(parents=True)
+    (clone / "KernelBench" / "level1" / "19_ReLU.py").write_text("")
+    (clone / "scripts").mkdir()
+    assert find_problems(clone) == {(1, 19): clone / "KernelBench" / "level1" / "19_ReLU.py"}
+    assert find_problems(clone / "KernelBench") == find_problems(clone)
+    with pytest.raises(ValueError, match="no dataset folder"):
+        find_problems(tmp_path / "missing")

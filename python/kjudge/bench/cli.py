@@ -1,6 +1,6 @@
 """kjudge-bench: judge a KernelBench-style generations folder through the kjudge queue.
 
-    kjudge-bench --dataset ../shared/kernelbench --generations runs/my_run --backend cuda \\
+    kjudge-bench --dataset ~/KernelBench --generations runs/my_run --backend cuda \\
                  --mode both --p 1 1.1 2 --k 1 5 --out runs/my_run/kjudge
 
 Resumable: results go to <out>/state.jsonl as they arrive; a rerun submits only what is missing.
@@ -25,7 +25,8 @@ from kjudge.judging import judge_many
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="kjudge-bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", required=True, type=Path, help="KernelBench-style dir: level<L>/<P>_<Name>.py")
+    ap.add_argument("--dataset", required=True, type=Path,
+                    help="KernelBench-style dir, level<L>/<P>_<Name>.py, or a KernelBench clone (its KernelBench/level<L>/)")
     ap.add_argument("--generations", required=True, type=Path,
                     help="runs/<name> dir: level_<L>_problem_<P>_sample_<S>_kernel.py (or .md/.txt completions)")
     ap.add_argument("--out", type=Path, help="output dir (default: <generations>/kjudge-bench)")
@@ -50,7 +51,10 @@ def parse_args(argv):
 
 def plan(args):
     """The (sample, mode, reference path) triples still to judge, and every sample's record base."""
-    problems = find_problems(args.dataset)
+    try:
+        problems = find_problems(args.dataset)
+    except ValueError as e:
+        raise SystemExit("kjudge-bench: %s" % e)
     samples = [s for s in find_generations(args.generations) if not args.levels or s.level in args.levels]
     unknown = [s for s in samples if (s.level, s.problem) not in problems]
     if unknown:
