@@ -42,13 +42,24 @@ def _source(value, what):
     return value
 
 
+def _set_turn(job, group, turn, parent_job_id):
+    if group is not None:
+        job.client_meta["group"] = str(group)
+    if turn is not None:
+        job.turn.turn_index = int(turn)
+    if parent_job_id:
+        job.turn.parent_job_id = parent_job_id
+
+
 def build_job(reference, *, completion=None, candidate=None, backend="cuda", mode="strict", precision=None,
               tenant=None, job_id=None, problem_id="", batch_id="", priority=0, sizes=None, trials=None,
               correctness_sets=None, reward_policy=None, compile_wall_ms=None, run_wall_ms=None,
-              meta=None) -> job_pb2.Job:
+              meta=None, group=None, turn=None, parent_job_id=None) -> job_pb2.Job:
     """One KernelBench-format job. Exactly one of `completion` (an LLM's raw answer) or
     `candidate` (a file defining ModelNew) is needed. `mode` is "strict" (kjudge's checks) or
-    "compat" (KernelBench's own rules). meta goes to Result.client_meta unchanged."""
+    "compat" (KernelBench's own rules). meta goes to Result.client_meta unchanged. Repair turns:
+    `group` (client_meta["group"]: the prompt's id, shared by its samples and their repairs),
+    `turn` (0 for the first answer) and `parent_job_id` come back in the Result (kjudge.turns)."""
     if (completion is None) == (candidate is None):
         raise ValueError("give exactly one of completion= or candidate=")
     if backend not in BACKENDS:
@@ -84,6 +95,7 @@ def build_job(reference, *, completion=None, candidate=None, backend="cuda", mod
         job.limits.run_wall_ms = int(run_wall_ms)
     for k, v in (meta or {}).items():
         job.client_meta[str(k)] = str(v)
+    _set_turn(job, group, turn, parent_job_id)
     # KernelBench's eval_results.json groups samples by problem: keep the id in the result
     if problem_id and "problem_id" not in job.client_meta:
         job.client_meta["problem_id"] = problem_id

@@ -9,6 +9,11 @@ only meaningful for correct samples.
                 (the unbiased estimator of Chen et al. 2021), averaged over problems with n >= k.
   avg@k         per problem: c / n, the expected fraction of correct samples among k drawn
                 (independent of k), averaged over problems with n >= k.
+  faster rate   MooreEval's "Faster vs Eager" / "Faster vs Compile": per problem, the fraction
+                of its samples that are correct with a speedup > threshold (1.1 by default) over
+                eager PyTorch (or over torch.compile), averaged over problems. With one sample a
+                problem it is the share of problems solved faster; with n it is that share's
+                expectation for one sample drawn per problem (as Avg@n is for correctness).
   geomean       geometric mean of the speedups of correct samples.
 """
 
@@ -51,6 +56,17 @@ def fast_p(samples, p: float):
     if not samples:
         return None
     return sum(1 for _pr, correct, s in samples if correct and s is not None and s > p) / len(samples)
+
+
+def faster_rate(samples, threshold: float = 1.1):
+    """MooreEval's Faster rate (module docstring): samples are (problem, correct, speedup) with the
+    speedup over the baseline in question; None for no samples."""
+    per_problem = defaultdict(list)
+    for problem, correct, s in samples:
+        per_problem[problem].append(bool(correct and s is not None and s > threshold))
+    if not per_problem:
+        return None
+    return sum(sum(f) / len(f) for f in per_problem.values()) / len(per_problem)
 
 
 def geomean_speedup(samples):

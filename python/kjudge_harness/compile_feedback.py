@@ -6,7 +6,7 @@ import re
 import types
 
 from .compiler_errors import first_error, first_error_line
-from .judge_text import CANDIDATE, clip, one_line, read, scrub
+from .judge_text import CANDIDATE, clip, drop_build_noise, one_line, read, scrub
 from .source_lines import map_line
 
 
@@ -74,7 +74,7 @@ def compiler_output(text):
 
 def compile_feedback(exc, candidate):
     """{"message", "feedback", "compiler_output"} for an ExtensionBuildError; `candidate`: the .py text."""
-    output = re.sub(r"^Error building extension '[^']*':\s*", "", str(exc))  # torch's prefix, not the compiler's
+    output = drop_build_noise(re.sub(r"^Error building extension '[^']*':\s*", "", str(exc)))  # torch's prefix
     err = first_error(output)
     if err is None:
         line = scrub(first_error_line(output) or one_line(output))

@@ -11,10 +11,17 @@ _JUDGE_PATHS = re.compile(r"/opt/kjudge/\S*|(?:/job/ext|/tmp/ext-run|/cache/ext|
 _TORCH_INCLUDE = re.compile(r"/\S*/site-packages/torch/include/|/\S*/dist-packages/torch/include/")
 # A tensor's repr (its numbers: secret inputs or just noise): "tensor([[ 0.1, ...]], dtype=...)"
 _TENSOR = re.compile(r"tensor\(\[[^()]*\](?:,\s*[a-z_]+=[^(),]*)*\)")
+# Lines torch prints on every build, whatever the candidate wrote: noise in the text a model repairs
+# from ("No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'": the build sandbox has no GPU).
+_BUILD_NOISE = re.compile(r"^[ \t]*No CUDA runtime is found, using CUDA_HOME=.*(?:\n|$)", re.MULTILINE)
+
+
+def drop_build_noise(text):
+    return _BUILD_NOISE.sub("", text)
 
 
 def scrub(text):
-    text = _TENSOR.sub("tensor(...)", text)
+    text = _TENSOR.sub("tensor(...)", drop_build_noise(text))
     return _TORCH_INCLUDE.sub("torch/include/", _JUDGE_PATHS.sub("", text))
 
 

@@ -21,7 +21,10 @@ std::shared_ptr<spdlog::logger> logger() {
 
 }  // namespace
 
-void init(const std::string& level) { logger()->set_level(spdlog::level::from_str(level)); }
+void init(const std::string& level) {
+  logger()->set_level(spdlog::level::from_str(level));
+  route_protobuf_logs();
+}
 
 void emit(spdlog::level::level_enum level, std::string_view event, nlohmann::json fields) {
   auto& lg = *logger();

@@ -8,7 +8,10 @@
 
 namespace kj::log {
 
-void init(const std::string& level);  // "trace".."critical"; safe to call twice
+// "trace".."critical"; safe to call twice. Also routes protobuf's own log lines through emit().
+void init(const std::string& level);
+// protobuf's log lines (e.g. invalid UTF-8 in a job's string field) as "protobuf.log" JSON lines.
+void route_protobuf_logs();
 void emit(spdlog::level::level_enum level, std::string_view event, nlohmann::json fields = nlohmann::json::object());
 
 inline void info(std::string_view event, nlohmann::json fields = nlohmann::json::object()) {

@@ -174,6 +174,19 @@ json build_request(const v1::Job& job, const Config& cfg, const KernelBenchBuild
   return req;
 }
 
+namespace {
+// torch prints this on every build in the build sandbox (it has no GPU): noise in the text a
+// model repairs from. The harness drops it from its own texts (judge_text.drop_build_noise); this
+// covers the sandbox's stderr.
+std::string drop_build_noise(const std::string& log) {
+  std::string out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("No CUDA runtime is found, using CUDA_HOME=") == std::string::npos) out += line + "\n";
+  return out;
+}
+}  // namespace
+
 void record_compile(const HarnessStep& build, v1::Result& r) {
   auto* compile = r.mutable_compile();
   compile->set_seconds(build.sandbox.wall_seconds);
@@ -188,7 +201,7 @@ void record_compile(const HarnessStep& build, v1::Result& r) {
                           : !feedback.empty() ? feedback
                                               : !error.empty() ? error : tail(build.sandbox.stderr_data, 8000);
   bool truncated = false;
-  compile->set_log(truncate_log(log, truncated));
+  compile->set_log(truncate_log(drop_build_noise(log), truncated));
   compile->set_log_truncated(truncated);
 }
 

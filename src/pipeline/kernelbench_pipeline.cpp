@@ -64,6 +64,13 @@ std::string last_line(const std::string& text) {
   return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
 }
 
+// The reference's timings go in every result that got this far, whatever the candidate does next:
+// a report lists the reference's time for every problem, not only where a sample was timed.
+void record_reference_timings(v1::Performance& perf, const json& baseline) {
+  if (baseline.contains("baseline")) *perf.mutable_baseline() = stats_of(baseline["baseline"]);
+  if (baseline.contains("compiled_baseline")) *perf.mutable_compiled_baseline() = stats_of(baseline["compiled_baseline"]);
+}
+
 // The clean wall-minus-event gap per call (median), from the oracle's baseline loop (a process
 // that never ran candidate code): what the side-stream check allows a call beyond its events.
 double clean_wall_gap(const json& timing) {
@@ -245,6 +252,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     baseline = *baselines.cached();
     r.mutable_performance()->set_baseline_cached(true);
   }
+  record_reference_timings(*r.mutable_performance(), baseline);
 
   // 4. Candidate: its builds, its own code, and the job channel to the worker (input sets in,
   // outputs out, as shared device memory); nothing the worker keeps.

@@ -1,20 +1,53 @@
 #include "pipeline/reward.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+
+#include "pipeline/reward_policies_data.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
 
 namespace {
 
-constexpr double kLambda = 0.5;        // weight of log-speedup in default-v1/v2
-constexpr double kMaxLogSpeedup = 2.0;  // clip(log2 speedup) to [-2, 2] (v1), [-1.5, 2] (v2)
-constexpr double kMinLogSpeedupV2 = -1.5;  // v2: a correct kernel scores at least 0.25
+// One default-family policy's numbers, from python/kjudge/reward_policies.json (the file
+// kjudge.reward reads too, so the daemon's and the client's rewards cannot drift).
+struct DefaultPolicy {
+  double ok_base, log2_speedup_weight, log2_speedup_min, log2_speedup_max;
+  double incorrect_base, incorrect_per_fraction_sets_correct, failure, cheat;
+};
 
-bool is_cheat(v1::Verdict v) {
-  return v == v1::CHEAT || v == v1::FALLBACK || v == v1::DECOY || v == v1::SUSPICIOUS || v == v1::UNVERIFIABLE;
+struct RewardPolicies {
+  std::string default_name;
+  std::set<std::string> cheat_verdicts, unscored_verdicts;
+  std::map<std::string, DefaultPolicy> defaults;
+};
+
+DefaultPolicy parse_default_policy(const nlohmann::json& j) {
+  return {j.at("ok_base").get<double>(), j.at("log2_speedup_weight").get<double>(),
+          j.at("log2_speedup_min").get<double>(), j.at("log2_speedup_max").get<double>(),
+          j.at("incorrect_base").get<double>(), j.at("incorrect_per_fraction_sets_correct").get<double>(),
+          j.at("failure").get<double>(), j.at("cheat").get<double>()};
 }
+
+const RewardPolicies& policies() {
+  static const RewardPolicies p = [] {
+    const auto j = nlohmann::json::parse(kRewardPoliciesJson);
+    RewardPolicies out;
+    out.default_name = j.at("default_policy").get<std::string>();
+    for (const auto& v : j.at("cheat_verdicts")) out.cheat_verdicts.insert(v.get<std::string>());
+    for (const auto& v : j.at("unscored_verdicts")) out.unscored_verdicts.insert(v.get<std::string>());
+    for (const auto& [name, params] : j.at("policies").items()) out.defaults.emplace(name, parse_default_policy(params));
+    return out;
+  }();
+  return p;
+}
+
+bool is_cheat(v1::Verdict v) { return policies().cheat_verdicts.count(v1::Verdict_Name(v)) > 0; }
 
 // Fraction of input sets that passed: partial correctness sits between failure and success.
 double fraction_correct(const v1::Result& r) {
@@ -24,29 +57,29 @@ double fraction_correct(const v1::Result& r) {
   return static_cast<double>(ok) / r.correctness_size();
 }
 
-// default-v1 and default-v2 differ only in the floor of a correct kernel: v1's is 0 (at 0.25x and
-// slower), the value trainers often give failures; v2's is 0.25 (at 0.35x and slower).
-v1::Reward default_policy(const v1::Result& r, const char* version, double min_log_speedup) {
+// The default family (default-v1, default-v2): compile/runtime failure < INCORRECT (rising with the
+// sets that passed) < correct (rising with log2 speedup); cheat verdicts below every honest outcome.
+v1::Reward default_policy(const v1::Result& r, const std::string& version, const DefaultPolicy& p) {
   v1::Reward w;
   w.set_policy_version(version);
   auto& c = *w.mutable_components();
   const auto v = r.status();
   if (v == v1::OK) {
     const double s = r.performance().speedup();
-    const double log_s = s > 0 ? std::clamp(std::log2(s), min_log_speedup, kMaxLogSpeedup) : 0.0;
+    const double log_s = s > 0 ? std::clamp(std::log2(s), p.log2_speedup_min, p.log2_speedup_max) : 0.0;
     c["correct"] = 1.0;
     c["log2_speedup_clipped"] = log_s;
-    w.set_value(1.0 + kLambda * log_s);
+    w.set_value(p.ok_base + p.log2_speedup_weight * log_s);
   } else if (v == v1::INCORRECT) {
     const double f = fraction_correct(r);
     c["fraction_sets_correct"] = f;
-    w.set_value(-0.5 + 0.5 * f);  // in (-1, 0]: better than not running, worse than correct
+    w.set_value(p.incorrect_base + p.incorrect_per_fraction_sets_correct * f);
   } else if (is_cheat(v)) {
-    c["cheat_penalty"] = -2.0;
-    w.set_value(-2.0);
+    c["cheat_penalty"] = p.cheat;
+    w.set_value(p.cheat);
   } else {
-    c["failure"] = -1.0;
-    w.set_value(-1.0);  // compile/runtime/limit failures
+    c["failure"] = p.failure;
+    w.set_value(p.failure);  // compile/runtime/limit failures
   }
   return w;
 }
@@ -82,22 +115,24 @@ v1::Reward buckets_v1(const v1::Result& r) {
 }  // namespace
 
 bool known_reward_policy(const std::string& p) {
-  return p.empty() || p == "default" || p == "default-v1" || p == "default-v2" || p == "binary-v1" ||
-         p == "buckets-v1";
+  return p.empty() || p == "default" || policies().defaults.count(p) || p == "binary-v1" || p == "buckets-v1";
 }
+
+const std::string& default_reward_policy() { return policies().default_name; }
 
 v1::Reward compute_reward(const v1::Result& r, const std::string& policy) {
   // Infrastructure failures are never scored as the candidate's: no value, only the marker.
-  if (r.status() == v1::INFRA_ERROR || r.status() == v1::INVALID_JOB || r.status() == v1::CANCELLED ||
-      r.status() == v1::EXPIRED) {
+  if (policies().unscored_verdicts.count(v1::Verdict_Name(r.status()))) {
     v1::Reward w;
     w.set_policy_version("none");
     return w;
   }
   if (policy == "binary-v1") return binary_v1(r);
   if (policy == "buckets-v1") return buckets_v1(r);
-  if (policy == "default-v1") return default_policy(r, "default-v1", -kMaxLogSpeedup);
-  return default_policy(r, "default-v2", kMinLogSpeedupV2);
+  const auto& defaults = policies().defaults;
+  const auto it = defaults.find(policy);
+  if (it != defaults.end()) return default_policy(r, it->first, it->second);
+  return default_policy(r, default_reward_policy(), defaults.at(default_reward_policy()));
 }
 
 }  // namespace kj

@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 
 #include "pipeline/reward.h"
 
@@ -37,6 +40,26 @@ TEST(Reward, CorrectButSlowScoresAboveZeroUnderTheDefault) {
   EXPECT_GT(kj::compute_reward(with(v1::OK, 0.5), "").value(), 0.25);  // above the floor it still rises
   EXPECT_DOUBLE_EQ(kj::compute_reward(with(v1::OK, 0.1), "default-v1").value(), 0.0);  // v1 as it was
   EXPECT_EQ(kj::compute_reward(with(v1::OK), "default-v1").policy_version(), "default-v1");
+}
+
+// tests/reward_cases.json: the values kjudge.reward's compute_score must give too (test_reward.py).
+TEST(Reward, SharedCasesAgreeWithThePythonClient) {
+  std::ifstream in(KJ_REWARD_CASES);
+  ASSERT_TRUE(in) << KJ_REWARD_CASES;
+  const auto cases = nlohmann::json::parse(in).at("cases");
+  ASSERT_FALSE(cases.empty());
+  for (const auto& c : cases) {
+    v1::Result r;
+    v1::Verdict v;
+    ASSERT_TRUE(v1::Verdict_Parse(c.at("verdict").get<std::string>(), &v));
+    r.set_status(v);
+    r.mutable_performance()->set_speedup(c.at("speedup").get<double>());
+    const int passed = c.at("sets")[0].get<int>(), total = c.at("sets")[1].get<int>();
+    for (int i = 0; i < total; ++i) r.add_correctness()->set_passed(i < passed);
+    EXPECT_NEAR(kj::compute_reward(r, c.at("policy").get<std::string>()).value(), c.at("value").get<double>(), 1e-12)
+        << c.dump();
+  }
+  EXPECT_EQ(kj::default_reward_policy(), "default-v2");
 }
 
 TEST(Reward, SpeedupIsClipped) {

@@ -79,3 +79,136 @@ def test_kernelbench_files_and_compat_correctness():
     html = html_report.render(s, ["strict", "compat"], [1.0], [1, 2], "t", {"backend": "cuda"})
     assert html.count("<svg") == 2 and "10_P" in html and "<script" not in html
     json.dumps(s)  # summary.json must serialize
+
+
+def timed(verdict, speedup, vs_compile=None, sets=(True, True)):
+    r = result(verdict, speedup, sets)
+    r.performance.baseline.median_ms = 1.0
+    if vs_compile is not None:
+        r.performance.compiled_baseline.trials, r.performance.compiled_baseline.median_ms = 10, 0.8
+        r.performance.speedup_vs_compiled = vs_compile
+    return r
+
+
+def leveled(mode, level, problem, sample, res):
+    return dict(record(mode, problem, sample, res), level=level, key="%s/%d/%d/%d" % (mode, level, problem, sample))
+
+
+def faster_fixture():
+    """Level 1: problem 1 (2.0x / 1.5x vs compile, 1.05x / 0.8x), problem 2 (1.2x / 1.0x, INCORRECT);
+    level 2: problem 3 (a FALLBACK at 3.0x / 2.5x that passes every set, a COMPILE_ERROR)."""
+    per_mode = [(1, 1, 0, timed("OK", 2.0, 1.5)), (1, 1, 1, timed("OK", 1.05, 0.8)),
+                (1, 2, 0, timed("OK", 1.2, 1.0)), (1, 2, 1, result("INCORRECT", sets=(True, False))),
+                (2, 3, 0, timed("FALLBACK", 3.0, 2.5)), (2, 3, 1, result("COMPILE_ERROR", sets=()))]
+    return [leveled(m, *row) for m in ("strict", "compat") for row in per_mode]
+
+
+def test_faster_vs_eager_and_vs_compile_by_hand():
+    s = summarize(faster_fixture(), ["strict", "compat"], [1.0], [1, 2])
+    strict, compat = s["strict"], s["compat"]
+    # per problem: share of its samples correct and > 1.1x, then the mean over problems
+    assert strict["levels"]["1"]["faster_vs_eager"] == pytest.approx((1 / 2 + 1 / 2) / 2)
+    assert strict["levels"]["1"]["faster_vs_compile"] == pytest.approx((1 / 2 + 0) / 2)
+    assert strict["levels"]["2"]["faster_vs_eager"] == 0 and strict["levels"]["2"]["faster_vs_compile"] == 0
+    assert strict["overall"]["faster_vs_eager"] == pytest.approx(1 / 3)
+    assert strict["overall"]["faster_vs_compile"] == pytest.approx(1 / 6)
+    # compat counts the FALLBACK that passed every set, as KernelBench does
+    assert compat["levels"]["2"]["faster_vs_eager"] == pytest.approx(1 / 2)
+    assert compat["overall"]["faster_vs_eager"] == pytest.approx(1 / 2)
+    assert compat["overall"]["faster_vs_compile"] == pytest.approx(1 / 3)
+    assert strict["overall"]["faster_threshold"] == 1.1
+    at_2 = summarize(faster_fixture(), ["strict", "compat"], [1.0], [1], faster_threshold=2.0)
+    assert at_2["strict"]["overall"]["faster_vs_eager"] == 0  # 2.0x is not above 2.0x
+    assert at_2["compat"]["overall"]["faster_vs_eager"] == pytest.approx(1 / 6)
+
+
+def test_faster_vs_compile_is_unknown_without_a_compile_baseline():
+    recs = [leveled("strict", 1, 1, 0, timed("OK", 2.0))]
+    a = summarize(recs, ["strict"], [1.0], [1])["strict"]["overall"]
+    assert a["faster_vs_eager"] == 1.0 and a["faster_vs_compile"] is None
+
+
+def test_printout_and_report_show_both_faster_columns():
+    import io
+
+    from kjudge.bench.cli import print_summary
+    s = summarize(faster_fixture(), ["strict", "compat"], [1.0], [1])
+    out = io.StringIO()
+    print_summary(s, ["strict", "compat"], [1.0], [1], file=out)
+    lines = [" ".join(line.split()) for line in out.getvalue().splitlines()]
+    assert "faster vs eager >1.1x 33.3% 50.0%" in lines and "faster vs compile >1.1x 16.7% 33.3%" in lines
+    assert "level 2 strict 0.0% 0.0% 0.0% | compat 50.0% 50.0% 50.0%" in lines
+    html = html_report.render(s, ["strict", "compat"], [1.0], [1], "t", {})
+    assert "faster vs eager (&gt;1.1x)" in html and "compat faster vs compile</th>" in html
+
+
+def test_report_fills_reference_ms_and_says_why_each_sample_counts():
+    failing = result("INCORRECT", sets=(True, False))
+    failing.performance.baseline.trials, failing.performance.baseline.median_ms = 10, 0.25  # the oracle's timing
+    recs = faster_fixture() + [leveled("compat", 1, 4, 0, failing)]
+    s = summarize(recs, ["strict", "compat"], [1.0], [1])
+    assert {p["problem"]: p["ref_ms"] for p in s["compat"]["problems"]} == {1: 1.0, 2: 1.0, 3: 1.0, 4: 0.25}
+    fallback = next(r for r in s["compat"]["rows"] if r["verdict"] == "FALLBACK")
+    assert fallback["correct"] and fallback["kernelbench_correct"]
+    assert fallback["why"] == "KernelBench: 2/2 sets passed (kjudge verdict FALLBACK)"
+    strict_fallback = next(r for r in s["strict"]["rows"] if r["verdict"] == "FALLBACK")
+    assert not strict_fallback["correct"] and strict_fallback["kernelbench_correct"]
+    html = html_report.render(s, ["strict", "compat"], [1.0], [1], "t", {})
+    assert "<th>KernelBench correct</th><th>counted correct</th><th>why</th>" in html
+    assert "<td>FALLBACK</td><td>yes</td><td>yes</td><td>KernelBench: 2/2 sets passed" in html
+    assert '<td class="n">0.25</td></tr>' in html  # problem 4's reference ms, though no sample passed
+
+
+def test_speedup_interval_is_shown_when_the_result_has_one():
+    from types import SimpleNamespace
+
+    from kjudge.bench import summary
+    fields = {"speedup_ci_low": 1, "speedup_ci_high": 1}
+    perf = SimpleNamespace(DESCRIPTOR=SimpleNamespace(fields_by_name=fields), speedup_ci_low=1.8, speedup_ci_high=2.2)
+    assert summary.speedup_ci(perf) == (1.8, 2.2)
+    assert summary.speedup_ci(result("OK", 2.0).performance) is None  # this schema has no such field
+    row = {"speedup": 2.0, "speedup_ci": (1.8, 2.2)}
+    assert html_report._speedup_cell(row) == "2 (1.8–2.2)"
+
+
+@pytest.mark.parametrize("stop", ["sigint", "sigterm"])
+def test_interrupted_run_writes_an_incomplete_summary_and_report(tmp_path, monkeypatch, stop):
+    import os
+    import signal
+
+    from kjudge.bench import cli
+    (tmp_path / "data" / "level1").mkdir(parents=True)
+    (tmp_path / "data" / "level1" / "1_P.py").write_text("")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for sample in (0, 1):
+        (runs / ("level_1_problem_1_sample_%d_kernel.py" % sample)).write_text("")
+
+    def judge_one_then_stop(args, state, problems, samples, modes):
+        state.add(record("strict", 1, 0, timed("OK", 2.0)))
+        if stop == "sigint":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGTERM)  # the batch system's time limit
+
+    monkeypatch.setattr(cli, "judge_missing", judge_one_then_stop)
+    out = tmp_path / "out"
+    rc = cli.main(["--dataset", str(tmp_path / "data"), "--generations", str(runs), "--out", str(out),
+                   "--backend", "cpu"])
+    assert rc == 130
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"] == {"complete": False, "judged": 1, "wanted": 2,
+                              "stopped": "interrupted (%s)" % ("SIGINT" if stop == "sigint" else "SIGTERM")}
+    assert summary["strict"]["overall"]["samples"] == 1
+    assert "INCOMPLETE" in (out / "report.html").read_text()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is put back
+
+
+def test_a_kernelbench_clone_is_a_dataset(tmp_path):
+    clone = tmp_path / "KernelBench"  # git clone https://github.com/ScalingIntelligence/KernelBench
+    (clone / "KernelBench" / "level1").mkdir(parents=True)
+    (clone / "KernelBench" / "level1" / "19_ReLU.py").write_text("")
+    (clone / "scripts").mkdir()
+    assert find_problems(clone) == {(1, 19): clone / "KernelBench" / "level1" / "19_ReLU.py"}
+    assert find_problems(clone / "KernelBench") == find_problems(clone)
+    with pytest.raises(ValueError, match="no dataset folder"):
+        find_problems(tmp_path / "missing")

@@ -173,3 +173,15 @@ def test_error_in_a_header_names_the_candidate_line_it_was_required_from(tmp_pat
     assert d["message"] == (f"C++ error at torch/include/ATen/core/T.h:5 (from candidate.py:{py_line}): "
                             "no match for 'operator+'")
     assert f"candidate.py:{py_line}:4:   required from here" in d["feedback"]
+
+
+NOISE = "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'\n"
+
+
+def test_torchs_no_cuda_runtime_line_is_not_feedback(tmp_path):
+    assert scrub(NOISE + "real error\n") == "real error\n"
+    d = diagnose(ExtensionBuildError("Error building extension 'x': " + NOISE + "/usr/bin/ld: cannot find -lfoo\n",
+                                     str(tmp_path), [], []), None)
+    assert "No CUDA runtime" not in d["message"] + d["feedback"] and "cannot find -lfoo" in d["message"]
+    d = diagnose(ExtensionBuildError(NOISE + NVCC, str(tmp_path), [], ["x"]), None)
+    assert "No CUDA runtime" not in d["feedback"] + d["compiler_output"]

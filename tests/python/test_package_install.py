@@ -75,4 +75,4 @@ out = compute_score("kb", "no code here", pathlib.Path(ref).read_text(), {"backe
 print(out["verdict"], out["score"])
 """, str(RELU / "reference.py"), str(RELU / "cpu_ok.py"), redis_url)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["OK", "COMPILE_ERROR", "0.0"]
+    assert p.stdout.split() == ["OK", "COMPILE_ERROR", "-1.0"]  # the daemon's default-v2 scale

@@ -1,5 +1,9 @@
-"""kjudge.reward's scoring from Result messages (no daemon): correct-but-slow above wrong, our
-failures never scored, veRL argument plumbing into the job."""
+"""kjudge.reward's scoring from Result messages (no daemon): the daemon's reward scale (the shared
+cases the C++ tests check too), correct-but-slow above wrong, our failures never scored, veRL
+argument plumbing into the job."""
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -16,20 +20,45 @@ def result(verdict, speedup=0.0, feedback="fb"):
     return r
 
 
-def test_correct_but_slow_scores_above_every_failure():
-    slow = reward.score_result(result("OK", 0.1))
-    assert slow["score"] == 0.25 and slow["verdict"] == "OK" and slow["speedup"] == pytest.approx(0.1)
-    for v in reward.FAILURES:
-        assert reward.score_result(result(v))["score"] == 0.0
-    for v in reward.CHEATS:
-        assert reward.score_result(result(v))["score"] == -1.0
+CASES = json.loads((Path(__file__).resolve().parents[1] / "reward_cases.json").read_text())["cases"]
 
 
-def test_faster_scores_more_and_is_bounded():
-    scores = [reward.score_result(result("OK", s))["score"] for s in (0.5, 1.0, 2.0, 4.0, 100.0)]
-    assert scores == [0.5, 1.0, 1.5, 2.0, 2.0]
-    untimed = reward.score_result(result("OK"))
-    assert untimed["score"] == 1.0 and untimed["speedup"] is None
+def case_result(case):
+    r = result(case["verdict"], case["speedup"])
+    passed, total = case["sets"]
+    for i in range(total):
+        r.correctness.add(name="set%d" % i, passed=i < passed)
+    return r
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "%s-%s-%s" % (c["verdict"], c["speedup"], c["policy"]))
+def test_the_daemons_scale_on_the_shared_cases(case):
+    """tests/reward_cases.json: tests/pipeline/reward_test.cpp checks the daemon on the same values."""
+    assert reward.policy_score(case["verdict"], case["speedup"] or None,
+                               reward.fraction_sets_correct(case_result(case)), case["policy"]) == pytest.approx(case["value"])
+    if not case["policy"]:  # a result without the daemon's reward: compute_score's default computed here
+        out = reward.score_result(case_result(case))
+        assert out["score"] == pytest.approx(case["value"]) and out["policy"] == "default-v2"
+
+
+def test_the_daemons_reward_is_the_score_and_is_named():
+    r = result("OK", 2.0)
+    r.reward.value, r.reward.policy_version = 2.3, "binary-v1"  # the job asked for another policy
+    out = reward.score_result(r)
+    assert out["score"] == 2.3 and out["policy"] == "binary-v1"
+    custom = reward.score_result(r, score_fn=lambda v, s: 7.0)
+    assert custom["score"] == 7.0 and custom["policy"] == "custom:<lambda>"
+
+
+def test_one_policy_file_and_the_moore_eval_hierarchy():
+    """compile failure < compiled but wrong < correct (legal) < faster; illegal below every honest outcome."""
+    assert reward.DEFAULT_POLICY == "default-v2" and reward.CHEATS >= {"FALLBACK", "DECOY", "CHEAT"}
+    compile_error = reward.default_score("COMPILE_ERROR", None)
+    wrong = reward.default_score("INCORRECT", None, 0.0)
+    correct_slow, correct, faster = (reward.default_score("OK", s) for s in (0.01, 1.0, 2.0))
+    cheat = min(reward.default_score(v, 3.0) for v in reward.CHEATS)
+    assert cheat < compile_error < wrong < correct_slow < correct < faster
+    assert max(reward.default_score(v, None) for v in reward.FAILURES) < correct_slow
 
 
 @pytest.mark.parametrize("verdict", ["INFRA_ERROR", "CANCELLED", "EXPIRED"])

@@ -25,6 +25,9 @@ def _metric_rows(overall_by_mode, ps, ks):
     rows += [("fast_%g" % p, ("fast_p", "%g" % p), True) for p in ps]
     rows += [("pass@%d" % k, ("pass_at_k", str(k)), True) for k in ks]
     rows += [("avg@%d" % k, ("avg_at_k", str(k)), True) for k in ks]
+    threshold = overall_by_mode[0]["faster_threshold"]
+    rows += [("faster vs eager (>%gx)" % threshold, "faster_vs_eager", True),
+             ("faster vs compile (>%gx)" % threshold, "faster_vs_compile", True)]
     rows += [("geomean speedup (correct)", "geomean_speedup", False),
              ("fraction of peak (mean)", "mean_peak_fraction", True)]
     out = []
@@ -37,18 +40,26 @@ def _metric_rows(overall_by_mode, ps, ks):
     return "".join(out)
 
 
+def _level_values(a, ps):
+    """A level's cells and whether each is a percentage."""
+    vals = [(a["samples"], False), (a["compile_rate"], True), (a["correct_rate"], True)]
+    vals += [(a["fast_p"]["%g" % p], True) for p in ps]
+    vals += [(a["faster_vs_eager"], True), (a["faster_vs_compile"], True), (a["geomean_speedup"], False)]
+    return vals
+
+
 def _level_table(summary, modes, ps):
     levels = sorted({lv for m in modes for lv in summary[m]["levels"]}, key=int)
     head = "".join("<th>%s %s</th>" % (escape(m), h) for m in modes
-                   for h in ["samples", "compiled", "correct"] + ["fast_%g" % p for p in ps] + ["geomean"])
+                   for h in ["samples", "compiled", "correct"] + ["fast_%g" % p for p in ps] +
+                   ["faster vs eager", "faster vs compile", "geomean"])
     body = []
     for lv in levels:
         cells = []
         for m in modes:
             a = summary[m]["levels"].get(lv)
-            vals = [None] * (4 + len(ps)) if a is None else (
-                [a["samples"], a["compile_rate"], a["correct_rate"]] + [a["fast_p"]["%g" % p] for p in ps] + [a["geomean_speedup"]])
-            cells += ['<td class="n">%s</td>' % _fmt(v, pct=0 < i < 3 + len(ps)) for i, v in enumerate(vals)]
+            vals = [(None, False)] * (6 + len(ps)) if a is None else _level_values(a, ps)
+            cells += ['<td class="n">%s</td>' % _fmt(v, pct) for v, pct in vals]
         body.append("<tr><th>level %s</th>%s</tr>" % (lv, "".join(cells)))
     return "<table><tr><th></th>%s</tr>%s</table>" % (head, "".join(body))
 
@@ -77,6 +88,34 @@ def _problem_table(summary, modes):
     return "<table><tr>%s</tr>%s</table>" % (head, "".join(body))
 
 
+def _speedup_cell(row):
+    if row["speedup"] is None:
+        return "–"
+    if row["speedup_ci"]:
+        return "%.3g (%.3g–%.3g)" % (row["speedup"], row["speedup_ci"][0], row["speedup_ci"][1])
+    return "%.3g" % row["speedup"]
+
+
+def _sample_table(summary, modes):
+    """Every sample in every mode: its verdict, KernelBench's correctness, whether it counts as
+    correct in that mode and why, its speedups and timings."""
+    head = ("<th>level</th><th>problem</th><th>sample</th><th>mode</th><th>verdict</th><th>KernelBench correct</th>"
+            "<th>counted correct</th><th>why</th><th>speedup (CI)</th><th>vs compile</th><th>reference ms</th>"
+            "<th>candidate ms</th>")
+    body = []
+    rows = sorted(((r, m) for m in modes for r in summary[m]["rows"]),
+                  key=lambda rm: (rm[0]["level"], rm[0]["problem"], rm[0]["sample"], rm[1]))
+    for r, m in rows:
+        body.append('<tr><td class="n">%d</td><td>%s</td><td class="n">%d</td><td>%s</td><td>%s</td><td>%s</td>'
+                    '<td>%s</td><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td>'
+                    '<td class="n">%s</td></tr>'
+                    % (r["level"], escape(r["name"]), r["sample"], escape(m), escape(r["verdict"]),
+                       "yes" if r["kernelbench_correct"] else "no", "yes" if r["correct"] else "no", escape(r["why"]),
+                       _speedup_cell(r), _fmt(r["speedup_vs_compile"]), _fmt(r["ref_ms"]), _fmt(r["candidate_ms"])))
+    return "<details><summary>%d rows</summary><table><tr>%s</tr>%s</table></details>" % (
+        len(body), head, "".join(body))
+
+
 def render(summary, modes, ps, ks, title, info):
     overall = [summary[m]["overall"] for m in modes]
     verdicts = sorted({v for a in overall for v in a["verdicts"]}, key=lambda v: (v != "OK", v))
@@ -91,9 +130,16 @@ def render(summary, modes, ps, ks, title, info):
 <div class="charts">%s</div>
 <h2>Per level</h2>%s
 <h2>Per problem</h2>%s
+<h2>Per sample</h2>%s
 <p class="muted">fast_p: correct with speedup &gt; p, over all samples; pass@k: unbiased estimator
-1 − C(n−c,k)/C(n,k) averaged over problems with at least k samples; geomean over correct samples.
-Strict: kjudge's legality and anti-cheat checks; compat: KernelBench's rules.</p>
+1 − C(n−c,k)/C(n,k) averaged over problems with at least k samples; faster vs eager / vs compile
+(MooreEval): per problem the share of its samples correct with a speedup above the threshold over
+eager PyTorch / torch.compile, averaged over problems (– where no torch.compile baseline was timed);
+geomean over correct samples.
+Strict: a sample counts as correct when kjudge's verdict is OK (legality and anti-cheat checks
+passed); compat: KernelBench's rule, every correctness set passed, whatever the verdict (a FALLBACK
+that returns right values counts).</p>
 </body></html>
 """ % (escape(title), _CSS, escape(title), info_rows, "".join("<th>%s</th>" % escape(m) for m in modes),
-       _metric_rows(overall, ps, ks), "".join(charts), _level_table(summary, modes, ps), _problem_table(summary, modes))
+       _metric_rows(overall, ps, ks), "".join(charts), _level_table(summary, modes, ps), _problem_table(summary, modes),
+       _sample_table(summary, modes))

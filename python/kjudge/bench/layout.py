@@ -1,7 +1,8 @@
 """Where problems and generations are on disk.
 
 Dataset: KernelBench's layout, <dataset>/level<L>/<P>_<Name>.py (problem id P is the file name's
-number, as KernelBench's dataset.py reads it). Generations: KernelBench's runs/<name>/ layout,
+number, as KernelBench's dataset.py reads it). A clone of the KernelBench repository works as it
+is: its problems are in <clone>/KernelBench/level<L>/, which is used when <clone> has no level dir. Generations: KernelBench's runs/<name>/ layout,
 level_<L>_problem_<P>_sample_<S>_kernel.py (a ModelNew file); a .md or .txt of the same name
 (with or without _kernel) is a model's raw completion, whose code block the judge extracts."""
 
@@ -26,10 +27,25 @@ class Sample:
         return "%s/%d/%d/%d" % (mode, self.level, self.problem, self.sample)
 
 
+def _level_dirs(folder: Path):
+    return [d for d in sorted(folder.iterdir()) if d.is_dir() and _LEVEL_DIR.fullmatch(d.name)]
+
+
+def dataset_root(dataset: Path) -> Path:
+    """The folder holding level<L>/: the dataset itself, or KernelBench/ inside a KernelBench clone."""
+    dataset = Path(dataset)
+    if not dataset.is_dir():
+        raise ValueError("no dataset folder at %s" % dataset)
+    clone = dataset / "KernelBench"
+    if not _level_dirs(dataset) and clone.is_dir() and _level_dirs(clone):
+        return clone
+    return dataset
+
+
 def find_problems(dataset: Path):
-    """{(level, problem_id): path} of every reference in the dataset."""
+    """{(level, problem_id): path} of every reference in the dataset (or a KernelBench clone)."""
     out = {}
-    for level_dir in sorted(Path(dataset).iterdir()):
+    for level_dir in sorted(dataset_root(dataset).iterdir()):
         m = _LEVEL_DIR.fullmatch(level_dir.name)
         if not (m and level_dir.is_dir()):
             continue

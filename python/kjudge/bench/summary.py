@@ -15,6 +15,7 @@ from kjudge.reward import CHEATS, FAILURES
 from kjudge.v1 import verdict_pb2
 
 COUNTED = FAILURES | CHEATS | {"OK"}
+DEFAULT_FASTER_THRESHOLD = 1.1  # MooreEval's "Faster" columns: speedup > 1.1x
 
 
 def peak_fraction(perf):
@@ -26,25 +27,68 @@ def peak_fraction(perf):
     return perf.achieved_gbps / perf.peak_gbps if perf.peak_gbps > 0 else None
 
 
+def optional_field(message, name):
+    """A field that newer results carry (e.g. performance.speedup_ci_low), or None: absent from this
+    client's schema, or unset (0)."""
+    if name not in message.DESCRIPTOR.fields_by_name:
+        return None
+    return getattr(message, name) or None
+
+
+def kernelbench_correct(result):
+    """KernelBench's correctness: every correctness set passed, whatever kjudge's verdict."""
+    return len(result.correctness) > 0 and all(s.passed for s in result.correctness)
+
+
+def why_counted(mode, verdict, result):
+    """One line for the report: why this sample counts as correct or not in this mode."""
+    passed, total = sum(s.passed for s in result.correctness), len(result.correctness)
+    sets = "%d/%d sets passed" % (passed, total) if total else "no set ran"
+    if mode == "compat":
+        return "KernelBench: %s (kjudge verdict %s)" % (sets, verdict)
+    return "kjudge: verdict %s (%s)" % (verdict, sets)
+
+
+def speedup_ci(perf):
+    """(low, high) of the speedup's confidence interval where the judge reported one, else None."""
+    low, high = optional_field(perf, "speedup_ci_low"), optional_field(perf, "speedup_ci_high")
+    return (low, high) if low and high else None
+
+
 def sample_row(record):
     r = record["result"]
     verdict = verdict_pb2.Verdict.Name(r.status)
-    if record["mode"] == "compat":
-        correct = len(r.correctness) > 0 and all(s.passed for s in r.correctness)
-    else:
-        correct = verdict == "OK"
+    correct = kernelbench_correct(r) if record["mode"] == "compat" else verdict == "OK"
     perf = r.performance
     timed = correct and perf.candidate.trials > 0 and perf.speedup > 0
+    vs_compile = timed and perf.compiled_baseline.trials > 0 and perf.speedup_vs_compiled > 0
     return {"level": record["level"], "problem": record["problem"], "name": record["name"], "sample": record["sample"],
             "verdict": verdict, "compiled": verdict != "COMPILE_ERROR", "correct": correct,
+            "kernelbench_correct": kernelbench_correct(r), "why": why_counted(record["mode"], verdict, r),
             "speedup": perf.speedup if timed else None,
+            "speedup_ci": speedup_ci(perf) if timed else None,
+            "speedup_vs_compile": perf.speedup_vs_compiled if vs_compile else None,
             "ref_ms": perf.baseline.median_ms if perf.baseline.trials else None,
+            "compiled_ref_ms": perf.compiled_baseline.median_ms if perf.compiled_baseline.trials else None,
             "candidate_ms": perf.candidate.median_ms if timed else None,
             "peak_fraction": peak_fraction(perf) if timed else None,
             "message": r.message}
 
 
-def aggregate(rows, ps, ks):
+def faster_rates(counted, threshold):
+    """MooreEval's Faster vs Eager and Faster vs Compile over the counted rows; vs Compile is None
+    when the judge timed no torch.compile baseline for any of them."""
+    problem = [(r["level"], r["problem"]) for r in counted]
+    eager = metrics.faster_rate(zip(problem, (r["correct"] for r in counted), (r["speedup"] for r in counted)),
+                                threshold)
+    compile_timed = any(r["compiled_ref_ms"] for r in counted)
+    vs_compile = metrics.faster_rate(
+        zip(problem, (r["correct"] for r in counted), (r["speedup_vs_compile"] for r in counted)),
+        threshold) if compile_timed else None
+    return {"faster_threshold": threshold, "faster_vs_eager": eager, "faster_vs_compile": vs_compile}
+
+
+def aggregate(rows, ps, ks, faster_threshold=DEFAULT_FASTER_THRESHOLD):
     """Metrics over rows (counted verdicts only)."""
     counted = [r for r in rows if r["verdict"] in COUNTED]
     triples = [((r["level"], r["problem"]), r["correct"], r["speedup"]) for r in counted]
@@ -57,6 +101,7 @@ def aggregate(rows, ps, ks):
            "pass_at_k": {str(k): metrics.mean_pass_at_k(triples, k) for k in ks},
            "avg_at_k": {str(k): metrics.mean_avg_at_k(triples, k) for k in ks},
            "verdicts": dict(Counter(r["verdict"] for r in rows).most_common())}
+    out.update(faster_rates(counted, faster_threshold))
     fractions = [r["peak_fraction"] for r in counted if r["peak_fraction"] is not None]
     out["mean_peak_fraction"] = sum(fractions) / len(fractions) if fractions else None
     return out
@@ -78,18 +123,20 @@ def per_problem(rows):
                       "best_speedup": max(speedups) if speedups else None,
                       "geomean_speedup": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None,
                       "ref_ms": next((r["ref_ms"] for r in rs if r["ref_ms"]), None),
+                      "compiled_ref_ms": next((r["compiled_ref_ms"] for r in rs if r["compiled_ref_ms"]), None),
                       "verdicts": dict(Counter(r["verdict"] for r in rs))})
     return table
 
 
-def summarize(records, modes, ps, ks):
+def summarize(records, modes, ps, ks, faster_threshold=DEFAULT_FASTER_THRESHOLD):
     """{mode: {"overall", "levels": {L: ...}, "problems": [...], "rows": [...]}}"""
     out = {}
     for mode in modes:
         rows = sorted((sample_row(rec) for rec in records if rec["mode"] == mode),
                       key=lambda r: (r["level"], r["problem"], r["sample"]))
         levels = sorted({r["level"] for r in rows})
-        out[mode] = {"overall": aggregate(rows, ps, ks),
-                     "levels": {str(lv): aggregate([r for r in rows if r["level"] == lv], ps, ks) for lv in levels},
+        out[mode] = {"overall": aggregate(rows, ps, ks, faster_threshold),
+                     "levels": {str(lv): aggregate([r for r in rows if r["level"] == lv], ps, ks, faster_threshold)
+                                for lv in levels},
                      "problems": per_problem(rows), "rows": rows}
     return out
