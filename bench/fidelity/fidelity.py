@@ -163,7 +163,7 @@ class QueueJudge:
                     out[j] = result_dict(r)
             return out
         for j in job_ids:
-            p = self._cli("wait", j, "--tenant", self.tenant, "--json", "--timeout", "0")
+            p = self._cli("wait", j, "--tenant", self.tenant, "--json", "--timeout", "0.05")
             if p.returncode != 3 and p.stdout.strip().startswith("{"):
                 try:
                     out[j] = json.loads(p.stdout)
@@ -322,7 +322,7 @@ class Filler(threading.Thread):
                 while len(self.inflight) < self.n:
                     e = self.pool[i % len(self.pool)]
                     i += 1
-                    if e["candidate"] == self.exclude:
+                    if e["candidate"] == self.exclude and len(self.pool) > 1:
                         continue
                     jid = job_id("fill")
                     mode = "strict"
@@ -349,8 +349,8 @@ class Filler(threading.Thread):
                 self.judge.cancel(jid)
 
 
-def phase_loaded(judge, state, a, entries, noise):
-    pool = list(entries)
+def phase_loaded(judge, state, a, entries, noise, all_entries):
+    pool = list(all_entries)  # the fillers come from the whole corpus, whatever --only picked
     random.Random(7).shuffle(pool)
     if a.noise:
         # the noisy neighbours take every fourth filler slot
@@ -453,7 +453,9 @@ def build_report(rows, entries):
                "strict_verdicts_all": sorted({r["verdict"] for r in strict_rows}),
                "compat_verdicts": sorted({r["verdict"] for r in alone["compat"]}),
                "compat_correct": (all(r.get("correct_sets") for r in alone["compat"]) if alone["compat"] else None),
-               "strict_messages": sorted({r.get("message", "")[:160] for r in strict_rows if r["verdict"] != "OK"})[:3]}
+               "strict_verdict_jobs": {v: sum(1 for r in strict_rows if r["verdict"] == v) for v in sorted({r["verdict"] for r in strict_rows})},
+               "strict_messages": sorted({"%s: %s" % (r["verdict"], r.get("message", "")[:160]) for r in strict_rows
+                                          if r["verdict"] not in ("OK", e.get("expected_strict", "OK"))})[:3]}
         for m in ("strict", "compat"):
             row[m + "_speedup"] = {"median": _med(sp[m]), "min": min(sp[m]) if sp[m] else None, "max": max(sp[m]) if sp[m] else None, "n": len(sp[m])}
             row[m + "_cand_ms"] = _med(ms[m])
@@ -481,11 +483,14 @@ def _p90(xs):
 
 def summarize(table):
     s = {}
-    allv = [v for t in table for v in t["strict_verdicts_all"]]
+    jobs = {}
+    for t in table:
+        for v, n in t["strict_verdict_jobs"].items():
+            jobs[v] = jobs.get(v, 0) + n
     s["strict_cheat"] = sum(1 for t in table if "CHEAT" in t["strict_verdicts_all"])
     s["strict_suspicious"] = sum(1 for t in table if "SUSPICIOUS" in t["strict_verdicts_all"])
     s["strict_unexpected"] = [t["candidate"] for t in table if t["strict_verdicts"] and t["strict_verdicts"] != [t["expected_strict"]]]
-    s["strict_verdict_counts"] = {v: allv.count(v) for v in sorted(set(allv))}
+    s["strict_verdict_counts"] = jobs
     for m in ("strict", "compat"):
         rep = [(t["candidate"], t[m + "_spread"]) for t in table if t[m + "_spread"] is not None and (t[m + "_cand_ms"] or 0) >= 0.1]
         s["repeat_%s" % m] = {"n": len(rep), "pass": sum(1 for _, x in rep if x <= 1.03),
@@ -523,13 +528,13 @@ def markdown(table, s, meta):
             _fmt(t["strict_cand_ms"] or t["compat_cand_ms"], "%.4g"), _fmt(t["loaded_speedup"]), _fmt(t["loaded_over_alone"]),
             {True: "yes", False: "NO", None: "-"}[t["kb_correct"]], _fmt(t["kb_speedup"]), _fmt(t["compat_over_kb"])))
     out += ["", "S: the problem's get_inputs() has structure (symmetric, triangular, probability rows, masks, labels).", "",
-            "## Non-OK strict messages", ""]
+            "## Strict verdicts other than OK and the expected one (first 3 messages per candidate)", ""]
     for t in table:
         for msg in t["strict_messages"]:
             out.append("- %s: %s" % (t["candidate"], msg))
     out += ["", "## Summary against the targets", ""]
     rs, rc = s["repeat_strict"], s["repeat_compat"]
-    out += ["- strict verdicts over every strict job of the corpus (warm, alone, loaded, filler): %s" % s["strict_verdict_counts"],
+    out += ["- strict jobs of the corpus per verdict (warm, alone, loaded, filler): %s" % s["strict_verdict_counts"],
             "- candidates with a CHEAT: %d, with a SUSPICIOUS: %d; alone strict verdict differs from expected: %s" % (
                 s["strict_cheat"], s["strict_suspicious"], s["strict_unexpected"] or "none"),
             "- repeatability (max/min speedup over R, kernels >= 100 us): strict %d/%d within 1.03 (worst %s); compat %d/%d (worst %s)" % (
@@ -565,6 +570,7 @@ def main():
     ap.add_argument("--kb-correct-trials", type=int, default=5)
     ap.add_argument("--kb-perf-trials", type=int, default=100)
     ap.add_argument("--kb-timeout-s", type=int, default=900)
+    ap.add_argument("--kb-build-timeout-s", type=int, default=1800)
     ap.add_argument("--keep-kb-stats", action="store_true")
     ap.add_argument("--redis", default=os.environ.get("KJUDGE_REDIS", ""))
     ap.add_argument("--kjudge", default=os.path.join(REPO, ".device/bin/kjudge"), help="the CLI, used when the Python client cannot import")
@@ -600,16 +606,21 @@ def main():
         return 1 if errors else 0
     if errors:
         return 1
+    all_entries = list(entries)
     if a.only:
         entries = [e for e in entries if any(s in e["candidate"] for s in a.only)]
     if a.limit:
         entries = entries[:a.limit]
     os.makedirs(a.out, exist_ok=True)
     state_path = os.path.join(a.out, "results.jsonl")
-    for f in a.resume:
+    have = set(open(state_path).read().splitlines()) if os.path.exists(state_path) else set()
+    for f in a.resume:  # rows of earlier runs, each line once (run passes --resume to every call)
         if os.path.abspath(f) != os.path.abspath(state_path):
             with open(state_path, "a") as dst:
-                dst.write(open(f).read())
+                for line in open(f).read().splitlines():
+                    if line.strip() and line not in have:
+                        dst.write(line + "\n")
+                        have.add(line)
     state = State(a.out)
     phases = [p for p in a.phases.split(",") if p]
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "candidates": len(entries), "problems": len({e["problem"] for e in entries}),
@@ -629,11 +640,15 @@ def main():
         phase_warm(judge, state, a, entries, noise)
     if builds is not None:
         log("waiting for KernelBench's builds")
-        builds.wait()
+        try:
+            builds.wait(timeout=a.kb_build_timeout_s)
+        except subprocess.TimeoutExpired:
+            builds.kill()
+            log("KernelBench's builds still running after %d s: stopped (the kb phase builds what is missing)" % a.kb_build_timeout_s)
     if "alone" in phases:
         phase_alone(judge, state, a, entries)
     if "loaded" in phases:
-        phase_loaded(judge, state, a, entries, noise)
+        phase_loaded(judge, state, a, entries, noise, all_entries)
     if "kb" in phases:
         if "warm" not in phases and not os.path.isdir(a.kb_build_root):
             b = start_kb_builds(a, entries)
