@@ -40,10 +40,12 @@ def test_honest_kernels_that_rely_on_the_input_structure_are_ok(workspace, task)
 
 
 def test_probability_rows_are_kept_as_drawn_and_recorded(workspace):
-    r = judge(workspace, TASKS / "loss_kl_div/reference.py", TASKS / "loss_kl_div/cpu_ok.py")
+    r = judge(workspace, CASES / "kl_div_probabilities_reference.py", CASES / "kl_div_probabilities.py")
     assert r["status"] == "OK", (r.get("message"), r.get("feedback"))
-    signed = next(s for s in r["correctness"] if s["name"] == "signed")
-    assert "probability simplex: kept as drawn" in signed["variant"]
+    for name in ("signed", "large", "spike"):
+        variant = next(s for s in r["correctness"] if s["name"] == name)["variant"]
+        assert "input 0 has rows on the probability simplex: kept as drawn" in variant, variant
+        assert "input 1 has rows on the probability simplex: kept as drawn" in variant, variant
 
 
 def test_zeros_near_a_near_zero_answer_are_incorrect_not_a_replay(workspace):
