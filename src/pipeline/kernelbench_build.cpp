@@ -21,6 +21,7 @@
 #include "pipeline/toolchain_identity.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sha256.h"
+#include "pipeline/single_flight.h"
 #include "pipeline/workspace.h"
 
 namespace kj {
@@ -231,6 +232,22 @@ std::string shared_key(const BuildMemo& memo, const Config& cfg) {
   return Sha256().field("kb-shared-build-1").field(memo.key()).field(toolchain_identity(cfg)).hex();
 }
 
+// A build as the slots that waited for it on this node take it (single_flight.h).
+struct FlightOutcome {
+  json memo_entry;                 // success: the build memo's entry (its extensions in this node's cache)
+  std::optional<Decision> failure;  // else the candidate's own build failure
+  std::string detail;
+  v1::Result partial;  // the failure's build stage: compile report, legality flags, stage reached
+};
+
+// One flight per build memo key in this process: the key is the build's inputs (tenant, source,
+// reference and sizes for the init probe, policy overrides, backend, arch, python and harness),
+// never the job's mode, precision or timing, so strict and compat of one source share it.
+SingleFlight<FlightOutcome>& build_flights() {
+  static SingleFlight<FlightOutcome> flights;
+  return flights;
+}
+
 // A remembered build whose extensions are all still in the cache: no sandbox, no torch import.
 bool replay(const json& memo, const KernelBenchBuildInput& in, const fs::path& ext_cache, KernelBenchBuild& out,
             v1::Result& r) {
@@ -332,6 +349,82 @@ void share_build(BuildStore& store, const std::string& key, const BuildMemo& mem
   else store.release(key);
 }
 
+// The build of a job whose key no other slot of this node is building: the memo, else the shared
+// store (another node's artifact, or its lease), else the build role itself.
+KernelBenchBuild lead_build(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
+                            const fs::path& ext_cache, const BuildMemo& memo, v1::Result& r) {
+  KernelBenchBuild out;
+  out.arch = build_arch(cfg, in.backend);
+  const std::string key = in.store ? shared_key(memo, cfg) : "";
+  HeldLease lease{in.leased ? in.store : nullptr, key};
+  if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) {
+    if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
+    return out;
+  }
+  if (in.store && !in.leased) {
+    BuildClaim claim = claim_shared(job, cfg, in, key, r);
+    if (claim.kind == BuildClaim::Artifact && use_artifact(*claim.artifact, in, ext_cache, memo, out, r)) return out;
+    if ((out.failure = claim_ended_the_job(claim))) return out;
+    if (claim.kind == BuildClaim::Leased) lease.store = in.store;
+  }
+  out = KernelBenchBuild{};
+  out.arch = build_arch(cfg, in.backend);
+  build_fresh(job, cfg, in, ext_cache, memo, out, r);
+  if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
+  return out;
+}
+
+// What a leader's build leaves for the slots that waited on it: the memo's entry of a success, or
+// the candidate's own failure with the build stage's report. Nothing for our failures (INFRA_ERROR)
+// or the leader's cancel and deadline: a follower then builds for itself.
+std::optional<FlightOutcome> flight_outcome(const KernelBenchBuild& out, const BuildMemo& memo, const v1::Result& r) {
+  FlightOutcome o;
+  if (out.failure) {
+    if (!shareable_build_failure(*out.failure)) return std::nullopt;
+    o.failure = out.failure;
+    o.detail = out.detail;
+    *o.partial.mutable_compile() = r.compile();
+    *o.partial.mutable_legality() = r.legality();
+    o.partial.set_stage_reached(r.stage_reached());
+    return o;
+  }
+  auto entry = memo.lookup();
+  if (!entry) return std::nullopt;  // not remembered (torch's file not visible): followers build
+  o.memo_entry = std::move(*entry);
+  return o;
+}
+
+// The follower's bound: its job's deadline, if it has one.
+std::chrono::steady_clock::time_point wait_bound(const v1::Job& job) {
+  const auto deadline = job_deadline(job);
+  if (!deadline) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() + (*deadline - std::chrono::system_clock::now());
+}
+
+// A slot whose key another slot is building: waits for it, then replays its outcome (no sandbox,
+// no phases of its own but build.flight_wait and build.replayed). False: nothing to replay.
+bool follow_build(SingleFlight<FlightOutcome>::Seat& seat, const v1::Job& job, const KernelBenchBuildInput& in,
+                  const fs::path& ext_cache, KernelBenchBuild& out, v1::Result& r) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto waited = seat.wait(current_cancel_fd(), wait_bound(job));
+  (*r.mutable_phase_seconds())["build.flight_wait"] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (waited == SingleFlight<FlightOutcome>::Seat::Wait::Cancelled)
+    return (out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"}), true;
+  if (waited == SingleFlight<FlightOutcome>::Seat::Wait::TimedOut)
+    return (out.failure = Decision{v1::EXPIRED, "deadline passed while waiting for its build"}), true;
+  const auto& landed = seat.outcome();
+  if (!landed) return false;
+  if (!landed->failure) return replay(landed->memo_entry, in, ext_cache, out, r);
+  *r.mutable_compile() = landed->partial.compile();
+  for (const auto& flag : landed->partial.legality().flags()) r.mutable_legality()->add_flags(flag);
+  r.set_stage_reached(landed->partial.stage_reached());
+  (*r.mutable_phase_seconds())["build.replayed"] = 1;
+  out.failure = landed->failure;
+  out.detail = landed->detail;
+  return true;
+}
+
 }  // namespace
 
 const char* kernelbench_backend_name(v1::Backend b) {
@@ -354,27 +447,20 @@ bool kernelbench_build_needs_cuda_arch(const v1::Job& job) {
 
 KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
                                    v1::Result& r) {
-  KernelBenchBuild out;
-  out.arch = build_arch(cfg, in.backend);
   const fs::path ext_cache = kernelbench_ext_cache_dir(job, cfg);
   const BuildMemo memo = build_memo(job, cfg, in.backend);
-  const std::string key = in.store ? shared_key(memo, cfg) : "";
-  HeldLease lease{in.leased ? in.store : nullptr, key};
-  if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) {
-    if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
-    return out;
+  for (;;) {
+    auto seat = build_flights().join(memo.key());
+    if (seat.leader()) {
+      KernelBenchBuild out = lead_build(job, cfg, in, ext_cache, memo, r);
+      seat.land(flight_outcome(out, memo, r));
+      return out;
+    }
+    KernelBenchBuild out;
+    out.arch = build_arch(cfg, in.backend);
+    if (follow_build(seat, job, in, ext_cache, out, r)) return out;
+    // the leader left nothing to replay (its build failed on our side): lead the next flight
   }
-  if (in.store && !in.leased) {
-    BuildClaim claim = claim_shared(job, cfg, in, key, r);
-    if (claim.kind == BuildClaim::Artifact && use_artifact(*claim.artifact, in, ext_cache, memo, out, r)) return out;
-    if ((out.failure = claim_ended_the_job(claim))) return out;
-    if (claim.kind == BuildClaim::Leased) lease.store = in.store;
-  }
-  out = KernelBenchBuild{};
-  out.arch = build_arch(cfg, in.backend);
-  build_fresh(job, cfg, in, ext_cache, memo, out, r);
-  if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
-  return out;
 }
 
 }  // namespace kj

@@ -88,8 +88,7 @@ std::optional<SharedBuild> shared_failure(const std::string& key, const Decision
   *partial.mutable_compile() = r.compile();
   *partial.mutable_legality() = r.legality();
   partial.set_stage_reached(r.stage_reached());
-  for (const auto& [k, v] : r.phase_seconds())
-    if (k.rfind("build.", 0) == 0) (*partial.mutable_phase_seconds())[k] = v;
+  // no phase times: they are the builder's, and a job that replays the failure built nothing
   b.partial_result = partial.SerializeAsString();
   return b;
 }
@@ -111,8 +110,7 @@ Decision replay_failure(const SharedBuild& b, v1::Result& r, std::string& detail
   if (partial.ParseFromString(b.partial_result)) {
     *r.mutable_compile() = partial.compile();
     for (const auto& flag : partial.legality().flags()) r.mutable_legality()->add_flags(flag);
-    r.set_stage_reached(partial.stage_reached());
-    for (const auto& [k, v] : partial.phase_seconds()) (*r.mutable_phase_seconds())[k] = v;
+    r.set_stage_reached(partial.stage_reached());  // not its phase times (an older builder's artifact has them)
   }
   detail = b.detail;
   const auto verdict = v1::Verdict_IsValid(b.verdict) ? static_cast<v1::Verdict>(b.verdict) : v1::COMPILE_ERROR;
