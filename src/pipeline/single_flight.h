@@ -7,6 +7,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -51,7 +52,7 @@ class SingleFlight {
       while (!state_->landed) {
         if (std::chrono::steady_clock::now() >= until) return Wait::TimedOut;
         if (cancel_fd >= 0 && readable(cancel_fd)) return Wait::Cancelled;
-        owner_->cv_.wait_for(lk, kPoll);
+        owner_->cv_.wait_until(lk, std::min(until, std::chrono::steady_clock::now() + kPoll));
       }
       return Wait::Landed;
     }
