@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "pipeline/build_claim.h"
+#include "pipeline/build_slots.h"
 #include "pipeline/engine_checks.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/kernelbench_build_memo.h"
@@ -317,6 +318,8 @@ void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildIn
                                   {"pch", pch.dir.string()}, {"pch_wait_s", pch.waited}});
   const auto build = run_harness(cfg, b);
   if (build.report) add_phases(r, "build", *build.report);
+  // CPU time of the whole build tree (g++, nvcc, ninja): what a candidate's build costs the node
+  (*r.mutable_phase_seconds())["build.cpu_seconds"] = build.sandbox.cpu_seconds;
   record_compile(build, r);
   // feedback: the harness's repair text (the first compiler error at the candidate's line, the
   // syntax error with a caret); without one, make_feedback falls back to the compile log.
@@ -369,6 +372,9 @@ KernelBenchBuild lead_build(const v1::Job& job, const Config& cfg, const KernelB
   }
   out = KernelBenchBuild{};
   out.arch = build_arch(cfg, in.backend);
+  const BuildSlot slot(cfg, current_cancel_fd());  // the node's build places (build_slots.h)
+  (*r.mutable_phase_seconds())["build.slot_wait"] = slot.seconds_waited();
+  if (slot.cancelled()) return (out.failure = Decision{v1::CANCELLED, "cancelled while waiting to build"}), out;
   build_fresh(job, cfg, in, ext_cache, memo, out, r);
   if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
   return out;
