@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "pipeline/gpu_lock.h"
 #include "pipeline/kernelbench_build_memo.h"
 #include "pipeline/kernelbench_build_share.h"
+#include "pipeline/key_file_lock.h"
 #include "pipeline/sandbox_watch.h"
 #include "pipeline/toolchain_identity.h"
 #include "pipeline/pipeline_util.h"
@@ -233,19 +235,13 @@ std::string shared_key(const BuildMemo& memo, const Config& cfg) {
   return Sha256().field("kb-shared-build-1").field(memo.key()).field(toolchain_identity(cfg)).hex();
 }
 
-// A build as the slots that waited for it on this node take it (single_flight.h).
-struct FlightOutcome {
-  json memo_entry;                 // success: the build memo's entry (its extensions in this node's cache)
-  std::optional<Decision> failure;  // else the candidate's own build failure
-  std::string detail;
-  v1::Result partial;  // the failure's build stage: compile report, legality flags, stage reached
-};
-
 // One flight per build memo key in this process: the key is the build's inputs (tenant, source,
 // reference and sizes for the init probe, policy overrides, backend, arch, python and harness),
 // never the job's mode, precision or timing, so strict and compat of one source share it.
-SingleFlight<FlightOutcome>& build_flights() {
-  static SingleFlight<FlightOutcome> flights;
+// A flight lands with the build's memo entry (a success, or the candidate's own failure).
+using Flights = SingleFlight<json>;
+Flights& build_flights() {
+  static Flights flights;
   return flights;
 }
 
@@ -299,6 +295,16 @@ bool use_artifact(const SharedBuild& b, const KernelBenchBuildInput& in, const f
   return true;
 }
 
+// A failure the harness decided for the candidate (its sandbox exited with a report): the same
+// inputs fail the same way, so the memo keeps it. A build the sandbox killed is not kept: its
+// wall time depends on the node's load.
+void remember_failure(const BuildMemo& memo, const Config& cfg, const HarnessStep& build, const KernelBenchBuild& out,
+                      const v1::Result& r) {
+  if (build.sandbox.outcome != kjsandbox::Outcome::Exited || !build.report) return;
+  if (auto failed = shared_failure(memo.key(), *out.failure, out.detail, r))
+    memo.store_failure(failure_entry(*failed), toolchain_identity(cfg));
+}
+
 // Stage 1-2 proper: the build role in its sandbox (the body of a build nobody shared).
 void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const fs::path& ext_cache,
                  const BuildMemo& memo, KernelBenchBuild& out, v1::Result& r) {
@@ -326,12 +332,12 @@ void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildIn
   const std::string feedback = build.report ? build.report->value("feedback", "") : "";
   if ((out.failure = apply_static_policy(build, r))) {
     out.detail = feedback.empty() ? out.failure->message : feedback;  // its stderr is no compile log
-    return;
+    return remember_failure(memo, cfg, build, out, r);
   }
   if ((out.failure = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true,
                                     in.compile_ms, build.host_fault))) {
     out.detail = feedback;
-    return;
+    return remember_failure(memo, cfg, build, out, r);
   }
   r.mutable_compile()->set_ok(true);
   const json records = build.report->value("extensions", json::array());
@@ -352,26 +358,71 @@ void share_build(BuildStore& store, const std::string& key, const BuildMemo& mem
   else store.release(key);
 }
 
+// A replay of the memo's entry: a success's extensions, or the candidate's remembered failure.
+bool replay_entry(const json& entry, const KernelBenchBuildInput& in, const fs::path& ext_cache, KernelBenchBuild& out,
+                  v1::Result& r) {
+  if (!entry.value("failed", false)) return replay(entry, in, ext_cache, out, r);
+  out.failure = replay_failure(failure_from_entry(entry), r, out.detail);
+  (*r.mutable_phase_seconds())["build.replayed"] = 1;
+  return true;
+}
+
+// The memo's entry for the job's inputs, success or failure, if this node's toolchain still fits it.
+std::optional<json> remembered(const BuildMemo& memo, const Config& cfg) {
+  if (auto hit = memo.lookup()) return hit;
+  return memo.lookup_failure([&] { return toolchain_identity(cfg); });
+}
+
+// The job's deadline on the steady clock (max without one): the bound of its waits for other builds.
+std::chrono::steady_clock::time_point wait_bound(const v1::Job& job) {
+  const auto deadline = job_deadline(job);
+  if (!deadline) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() + (*deadline - std::chrono::system_clock::now());
+}
+
+// The build's lock shared by every process using this cache dir: a build of the key in another
+// process (a parallel `kjudge eval`, a build node on this host) is waited for, then replayed.
+std::unique_ptr<KeyFileLock> lock_key(const v1::Job& job, const Config& cfg, const BuildMemo& memo,
+                                     KernelBenchBuild& out, v1::Result& r) {
+  const fs::path dir = private_dir(private_dir(kernelbench_cache_root(cfg) / "kb-build") / "locks");
+  auto lock = std::make_unique<KeyFileLock>(dir / (memo.key() + ".lock"), current_cancel_fd(), wait_bound(job));
+  (*r.mutable_phase_seconds())["build.flight_wait"] += lock->seconds_waited();
+  if (lock->result() == KeyFileLock::Result::Cancelled)
+    out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"};
+  if (lock->result() == KeyFileLock::Result::TimedOut)
+    out.failure = Decision{v1::EXPIRED, "deadline passed while waiting for its build"};
+  return lock;
+}
+
 // The build of a job whose key no other slot of this node is building: the memo, else the shared
-// store (another node's artifact, or its lease), else the build role itself.
+// store (another node's artifact, or its lease), else the build role itself, under the key's lock.
 KernelBenchBuild lead_build(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
                             const fs::path& ext_cache, const BuildMemo& memo, v1::Result& r) {
   KernelBenchBuild out;
   out.arch = build_arch(cfg, in.backend);
   const std::string key = in.store ? shared_key(memo, cfg) : "";
   HeldLease lease{in.leased ? in.store : nullptr, key};
-  if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) {
+  auto fresh = [&] {  // what a replay or fetch that failed half-way left is dropped
+    out = KernelBenchBuild{};
+    out.arch = build_arch(cfg, in.backend);
+  };
+  auto replayed = [&] {
+    auto hit = remembered(memo, cfg);
+    if (!hit || !replay_entry(*hit, in, ext_cache, out, r)) return fresh(), false;
     if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
-    return out;
-  }
+    return true;
+  };
+  if (replayed()) return out;
   if (in.store && !in.leased) {
     BuildClaim claim = claim_shared(job, cfg, in, key, r);
     if (claim.kind == BuildClaim::Artifact && use_artifact(*claim.artifact, in, ext_cache, memo, out, r)) return out;
     if ((out.failure = claim_ended_the_job(claim))) return out;
     if (claim.kind == BuildClaim::Leased) lease.store = in.store;
+    fresh();
   }
-  out = KernelBenchBuild{};
-  out.arch = build_arch(cfg, in.backend);
+  // after the store's lease, never before: a lock holder never waits for a lease (no cycle)
+  const auto lock = lock_key(job, cfg, memo, out, r);
+  if (out.failure || replayed()) return out;
   const BuildSlot slot(cfg, current_cancel_fd());  // the node's build places (build_slots.h)
   (*r.mutable_phase_seconds())["build.slot_wait"] = slot.seconds_waited();
   if (slot.cancelled()) return (out.failure = Decision{v1::CANCELLED, "cancelled while waiting to build"}), out;
@@ -383,52 +434,25 @@ KernelBenchBuild lead_build(const v1::Job& job, const Config& cfg, const KernelB
 // What a leader's build leaves for the slots that waited on it: the memo's entry of a success, or
 // the candidate's own failure with the build stage's report. Nothing for our failures (INFRA_ERROR)
 // or the leader's cancel and deadline: a follower then builds for itself.
-std::optional<FlightOutcome> flight_outcome(const KernelBenchBuild& out, const BuildMemo& memo, const v1::Result& r) {
-  FlightOutcome o;
-  if (out.failure) {
-    if (!shareable_build_failure(*out.failure)) return std::nullopt;
-    o.failure = out.failure;
-    o.detail = out.detail;
-    *o.partial.mutable_compile() = r.compile();
-    *o.partial.mutable_legality() = r.legality();
-    o.partial.set_stage_reached(r.stage_reached());
-    return o;
-  }
-  auto entry = memo.lookup();
-  if (!entry) return std::nullopt;  // not remembered (torch's file not visible): followers build
-  o.memo_entry = std::move(*entry);
-  return o;
-}
-
-// The follower's bound: its job's deadline, if it has one.
-std::chrono::steady_clock::time_point wait_bound(const v1::Job& job) {
-  const auto deadline = job_deadline(job);
-  if (!deadline) return std::chrono::steady_clock::time_point::max();
-  return std::chrono::steady_clock::now() + (*deadline - std::chrono::system_clock::now());
+std::optional<json> flight_outcome(const KernelBenchBuild& out, const BuildMemo& memo, const v1::Result& r) {
+  if (!out.failure) return memo.lookup();  // nullopt when not remembered (torch's file not visible)
+  if (auto failed = shared_failure(memo.key(), *out.failure, out.detail, r)) return failure_entry(*failed);
+  return std::nullopt;
 }
 
 // A slot whose key another slot is building: waits for it, then replays its outcome (no sandbox,
 // no phases of its own but build.flight_wait and build.replayed). False: nothing to replay.
-bool follow_build(SingleFlight<FlightOutcome>::Seat& seat, const v1::Job& job, const KernelBenchBuildInput& in,
-                  const fs::path& ext_cache, KernelBenchBuild& out, v1::Result& r) {
+bool follow_build(Flights::Seat& seat, const v1::Job& job, const KernelBenchBuildInput& in, const fs::path& ext_cache,
+                  KernelBenchBuild& out, v1::Result& r) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto waited = seat.wait(current_cancel_fd(), wait_bound(job));
   (*r.mutable_phase_seconds())["build.flight_wait"] +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (waited == SingleFlight<FlightOutcome>::Seat::Wait::Cancelled)
+  if (waited == Flights::Seat::Wait::Cancelled)
     return (out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"}), true;
-  if (waited == SingleFlight<FlightOutcome>::Seat::Wait::TimedOut)
+  if (waited == Flights::Seat::Wait::TimedOut)
     return (out.failure = Decision{v1::EXPIRED, "deadline passed while waiting for its build"}), true;
-  const auto& landed = seat.outcome();
-  if (!landed) return false;
-  if (!landed->failure) return replay(landed->memo_entry, in, ext_cache, out, r);
-  *r.mutable_compile() = landed->partial.compile();
-  for (const auto& flag : landed->partial.legality().flags()) r.mutable_legality()->add_flags(flag);
-  r.set_stage_reached(landed->partial.stage_reached());
-  (*r.mutable_phase_seconds())["build.replayed"] = 1;
-  out.failure = landed->failure;
-  out.detail = landed->detail;
-  return true;
+  return seat.outcome() && replay_entry(*seat.outcome(), in, ext_cache, out, r);
 }
 
 }  // namespace
