@@ -295,6 +295,18 @@ bool use_artifact(const SharedBuild& b, const KernelBenchBuildInput& in, const f
   return true;
 }
 
+// What a failed build depended on beyond its inputs: the toolchain, and the node's settings that
+// can turn a build that succeeds into a failure (its memory limit, how nvcc and the header run).
+std::string failure_conditions(const Config& cfg) {
+  return Sha256()
+      .field("kb-build-failure-1")
+      .field(toolchain_identity(cfg))
+      .field(std::to_string(cfg.sandbox.compile_memory_bytes))
+      .field(cfg.kernelbench.nvcc_halves ? "halves" : "nvcc")
+      .field(cfg.kernelbench.precompiled_header ? "pch" : "no-pch")
+      .hex();
+}
+
 // A failure the harness decided for the candidate (its sandbox exited with a report): the same
 // inputs fail the same way, so the memo keeps it. A build the sandbox killed is not kept: its
 // wall time depends on the node's load.
@@ -302,7 +314,7 @@ void remember_failure(const BuildMemo& memo, const Config& cfg, const HarnessSte
                       const v1::Result& r) {
   if (build.sandbox.outcome != kjsandbox::Outcome::Exited || !build.report) return;
   if (auto failed = shared_failure(memo.key(), *out.failure, out.detail, r))
-    memo.store_failure(failure_entry(*failed), toolchain_identity(cfg));
+    memo.store_failure(failure_entry(*failed), failure_conditions(cfg));
 }
 
 // Stage 1-2 proper: the build role in its sandbox (the body of a build nobody shared).
@@ -367,10 +379,10 @@ bool replay_entry(const json& entry, const KernelBenchBuildInput& in, const fs::
   return true;
 }
 
-// The memo's entry for the job's inputs, success or failure, if this node's toolchain still fits it.
+// The memo's entry for the job's inputs, success or failure, if this node still fits it.
 std::optional<json> remembered(const BuildMemo& memo, const Config& cfg) {
   if (auto hit = memo.lookup()) return hit;
-  return memo.lookup_failure([&] { return toolchain_identity(cfg); });
+  return memo.lookup_failure([&] { return failure_conditions(cfg); });
 }
 
 // The job's deadline on the steady clock (max without one): the bound of its waits for other builds.

@@ -77,18 +77,18 @@ void BuildMemo::adopt(const json& shared) const {
   write(entry);
 }
 
-void BuildMemo::store_failure(json failure, const std::string& toolchain) const {
-  if (toolchain.empty()) return;
+void BuildMemo::store_failure(json failure, const std::string& conditions) const {
+  if (conditions.empty()) return;
   failure["failed"] = true;
-  failure["toolchain"] = toolchain;
+  failure["conditions"] = conditions;
   write(failure);
 }
 
-std::optional<json> BuildMemo::lookup_failure(const std::function<std::string()>& toolchain) const {
+std::optional<json> BuildMemo::lookup_failure(const std::function<std::string()>& conditions) const {
   auto entry = read();
   if (!entry || !entry->value("failed", false)) return std::nullopt;
-  const std::string made_with = entry->value("toolchain", "");
-  if (made_with.empty() || made_with != toolchain()) return std::nullopt;
+  const std::string made_in = entry->value("conditions", "");
+  if (made_in.empty() || made_in != conditions()) return std::nullopt;
   return entry;
 }
 
