@@ -398,7 +398,7 @@ std::unique_ptr<KeyFileLock> lock_key(const v1::Job& job, const Config& cfg, con
                                      KernelBenchBuild& out, v1::Result& r) {
   const fs::path dir = private_dir(private_dir(kernelbench_cache_root(cfg) / "kb-build") / "locks");
   auto lock = std::make_unique<KeyFileLock>(dir / (memo.key() + ".lock"), current_cancel_fd(), wait_bound(job));
-  (*r.mutable_phase_seconds())["build.flight_wait"] += lock->seconds_waited();
+  if (lock->contended()) (*r.mutable_phase_seconds())["build.flight_wait"] += lock->seconds_waited();
   if (lock->result() == KeyFileLock::Result::Cancelled)
     out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"};
   if (lock->result() == KeyFileLock::Result::TimedOut)

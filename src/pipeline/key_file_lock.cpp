@@ -38,6 +38,7 @@ KeyFileLock::KeyFileLock(const std::filesystem::path& file, int cancel_fd, std::
       ::close(fd_);
       throw std::system_error(e, std::generic_category(), "flock build lock " + file.string());
     }
+    contended_ = true;
     const auto now = std::chrono::steady_clock::now();
     if (now >= until) break;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);

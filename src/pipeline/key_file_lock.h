@@ -21,11 +21,13 @@ class KeyFileLock {
   KeyFileLock& operator=(const KeyFileLock&) = delete;
   Result result() const { return result_; }
   double seconds_waited() const { return waited_s_; }
+  bool contended() const { return contended_; }  // another process held it when we came
 
  private:
   int fd_ = -1;
   Result result_ = Result::TimedOut;
   double waited_s_ = 0;
+  bool contended_ = false;
 };
 
 }  // namespace kj
