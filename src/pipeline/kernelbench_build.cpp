@@ -296,12 +296,14 @@ bool use_artifact(const SharedBuild& b, const KernelBenchBuildInput& in, const f
 }
 
 // What a failed build depended on beyond its inputs: the toolchain, and the node's settings that
-// can turn a build that succeeds into a failure (its memory limit, how nvcc and the header run).
+// can turn a build that succeeds into a failure (its memory and process limits, how nvcc and the
+// header run).
 std::string failure_conditions(const Config& cfg) {
   return Sha256()
       .field("kb-build-failure-1")
       .field(toolchain_identity(cfg))
       .field(std::to_string(cfg.sandbox.compile_memory_bytes))
+      .field(std::to_string(cfg.sandbox.compile_pids))
       .field(cfg.kernelbench.nvcc_halves ? "halves" : "nvcc")
       .field(cfg.kernelbench.precompiled_header ? "pch" : "no-pch")
       .hex();
