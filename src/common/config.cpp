@@ -137,17 +137,19 @@ void apply_build(const toml::table& b, BuildConfig& c) {
   take(b, "shared", c.shared);
   take_bounded(b, "build", "artifact_max_bytes", c.artifact_max_bytes, 1024, 512ll << 20, "bytes");
   std::int64_t ttl = c.artifact_ttl.count(), lease = c.lease.count(), alive = c.builder_ttl.count(), local = c.local_max,
-               scan = static_cast<std::int64_t>(c.scan_max);
+               scan = static_cast<std::int64_t>(c.scan_max), concurrency = c.concurrency;
   take_bounded(b, "build", "artifact_ttl_s", ttl, 1, 30 * 24 * 3600, "seconds");
   take_bounded(b, "build", "lease_ms", lease, 100, 3'600'000, "milliseconds");
   take_bounded(b, "build", "builder_ttl_ms", alive, 1000, 3'600'000, "milliseconds");
   take_bounded(b, "build", "local_max", local, -1, 1024, "a build count");
   take_bounded(b, "build", "scan_max", scan, 1, 100'000, "an entry count");
+  take_bounded(b, "build", "concurrency", concurrency, 0, 1024, "a build count");
   c.artifact_ttl = std::chrono::seconds(ttl);
   c.lease = std::chrono::milliseconds(lease);
   c.builder_ttl = std::chrono::milliseconds(alive);
   c.local_max = static_cast<int>(local);
   c.scan_max = static_cast<std::size_t>(scan);
+  c.concurrency = static_cast<int>(concurrency);
 }
 
 void apply(const toml::table& root, Config& c) {

@@ -132,6 +132,9 @@ struct BuildConfig {
   // the build nodes (-1: its slots, i.e. it always builds what no one else is building).
   int local_max = -1;
   std::size_t scan_max = 256;  // build node: unfinished entries looked at per lane and pass
+  // KernelBench build sandboxes at once on this node, whatever its job slots (pipeline/build_slots.h);
+  // 0: sized from its CPUs and memory.
+  int concurrency = 0;
 };
 
 struct Config {

@@ -6,16 +6,11 @@
 namespace kj {
 namespace v1 = kjudge::v1;
 
-namespace {
-
-// The job's deadline as a clock time (none when unset).
 std::optional<std::chrono::system_clock::time_point> job_deadline(const v1::Job& job) {
   if (!job.has_deadline() || (job.deadline().seconds() == 0 && job.deadline().nanos() == 0)) return std::nullopt;
   const auto since_epoch = std::chrono::seconds(job.deadline().seconds()) + std::chrono::nanoseconds(job.deadline().nanos());
   return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(since_epoch));
 }
-
-}  // namespace
 
 BuildClaim claim_for_job(BuildStore& store, const v1::Job& job, const Config& cfg, const std::string& key,
                          std::chrono::milliseconds compile_budget, bool build_nodes_build_it) {

@@ -21,6 +21,9 @@ namespace kj {
 BuildClaim claim_for_job(BuildStore& store, const kjudge::v1::Job& job, const Config& cfg, const std::string& key,
                          std::chrono::milliseconds compile_budget, bool build_nodes_build_it = true);
 
+// The job's deadline as a clock time (none when unset).
+std::optional<std::chrono::system_clock::time_point> job_deadline(const kjudge::v1::Job& job);
+
 // A build failure other nodes may replay: the candidate's (or reference's) own, never ours
 // (INFRA_ERROR) nor the job's cancel or deadline.
 bool shareable_build_failure(const Decision& d);

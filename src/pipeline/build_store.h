@@ -29,7 +29,7 @@ struct SharedBuild {
   bool failed = false;
   int verdict = 0;             // kjudge.v1.Verdict of the failure
   std::string message, detail;
-  std::string partial_result;  // serialized kjudge.v1.Result: the build stage's compile report, flags, phases
+  std::string partial_result;  // serialized kjudge.v1.Result: the build stage's compile report, flags, stage
 };
 
 struct BuildClaim {

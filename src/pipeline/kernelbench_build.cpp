@@ -7,20 +7,24 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <utility>
 
 #include "common/log.h"
 #include "pipeline/build_claim.h"
+#include "pipeline/build_slots.h"
 #include "pipeline/engine_checks.h"
 #include "pipeline/gpu_lock.h"
 #include "pipeline/kernelbench_build_memo.h"
 #include "pipeline/kernelbench_build_share.h"
+#include "pipeline/key_file_lock.h"
 #include "pipeline/sandbox_watch.h"
 #include "pipeline/toolchain_identity.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sha256.h"
+#include "pipeline/single_flight.h"
 #include "pipeline/workspace.h"
 
 namespace kj {
@@ -244,6 +248,16 @@ std::string shared_key(const BuildMemo& memo, const Config& cfg) {
   return Sha256().field("kb-shared-build-1").field(memo.key()).field(toolchain_identity(cfg)).hex();
 }
 
+// One flight per build memo key in this process: the key is the build's inputs (tenant, source,
+// reference and sizes for the init probe, policy overrides, backend, arch, python and harness),
+// never the job's mode, precision or timing, so strict and compat of one source share it.
+// A flight lands with the build's memo entry (a success, or the candidate's own failure).
+using Flights = SingleFlight<json>;
+Flights& build_flights() {
+  static Flights flights;
+  return flights;
+}
+
 // A remembered build whose extensions are all still in the cache: no sandbox, no torch import.
 bool replay(const json& memo, const KernelBenchBuildInput& in, const fs::path& ext_cache, KernelBenchBuild& out,
             v1::Result& r) {
@@ -294,6 +308,30 @@ bool use_artifact(const SharedBuild& b, const KernelBenchBuildInput& in, const f
   return true;
 }
 
+// What a failed build depended on beyond its inputs: the toolchain, and the node's settings that
+// can turn a build that succeeds into a failure (its memory and process limits, how nvcc and the
+// header run).
+std::string failure_conditions(const Config& cfg) {
+  return Sha256()
+      .field("kb-build-failure-1")
+      .field(toolchain_identity(cfg))
+      .field(std::to_string(cfg.sandbox.compile_memory_bytes))
+      .field(std::to_string(cfg.sandbox.compile_pids))
+      .field(cfg.kernelbench.nvcc_halves ? "halves" : "nvcc")
+      .field(cfg.kernelbench.precompiled_header ? "pch" : "no-pch")
+      .hex();
+}
+
+// A failure the harness decided for the candidate (its sandbox exited with a report): the same
+// inputs fail the same way, so the memo keeps it. A build the sandbox killed is not kept: its
+// wall time depends on the node's load.
+void remember_failure(const BuildMemo& memo, const Config& cfg, const HarnessStep& build, const KernelBenchBuild& out,
+                      const v1::Result& r) {
+  if (build.sandbox.outcome != kjsandbox::Outcome::Exited || !build.report) return;
+  if (auto failed = shared_failure(memo.key(), *out.failure, out.detail, r))
+    memo.store_failure(failure_entry(*failed), failure_conditions(cfg));
+}
+
 // Stage 1-2 proper: the build role in its sandbox (the body of a build nobody shared).
 void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const fs::path& ext_cache,
                  const BuildMemo& memo, KernelBenchBuild& out, v1::Result& r) {
@@ -313,18 +351,20 @@ void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildIn
                                   {"pch", pch.dir.string()}, {"pch_wait_s", pch.waited}});
   const auto build = run_harness(cfg, b);
   if (build.report) add_phases(r, "build", *build.report);
+  // CPU time of the whole build tree (g++, nvcc, ninja): what a candidate's build costs the node
+  (*r.mutable_phase_seconds())["build.cpu_seconds"] = build.sandbox.cpu_seconds;
   record_compile(build, r);
   // feedback: the harness's repair text (the first compiler error at the candidate's line, the
   // syntax error with a caret); without one, make_feedback falls back to the compile log.
   const std::string feedback = build.report ? build.report->value("feedback", "") : "";
   if ((out.failure = apply_static_policy(build, r))) {
     out.detail = feedback.empty() ? out.failure->message : feedback;  // its stderr is no compile log
-    return;
+    return remember_failure(memo, cfg, build, out, r);
   }
   if ((out.failure = decide_harness(build.sandbox, build.report ? &*build.report : nullptr, Party::Candidate, true,
                                     in.compile_ms, build.host_fault))) {
     out.detail = feedback;
-    return;
+    return remember_failure(memo, cfg, build, out, r);
   }
   r.mutable_compile()->set_ok(true);
   const json records = build.report->value("extensions", json::array());
@@ -343,6 +383,103 @@ void share_build(BuildStore& store, const std::string& key, const BuildMemo& mem
   else if (auto entry = memo.lookup()) shared = shared_success(key, *entry, ext_cache);
   if (shared) store.publish(*shared);
   else store.release(key);
+}
+
+// A replay of the memo's entry: a success's extensions, or the candidate's remembered failure.
+bool replay_entry(const json& entry, const KernelBenchBuildInput& in, const fs::path& ext_cache, KernelBenchBuild& out,
+                  v1::Result& r) {
+  if (!entry.value("failed", false)) return replay(entry, in, ext_cache, out, r);
+  out.failure = replay_failure(failure_from_entry(entry), r, out.detail);
+  (*r.mutable_phase_seconds())["build.replayed"] = 1;
+  return true;
+}
+
+// The memo's entry for the job's inputs, success or failure, if this node still fits it.
+std::optional<json> remembered(const BuildMemo& memo, const Config& cfg) {
+  if (auto hit = memo.lookup()) return hit;
+  return memo.lookup_failure([&] { return failure_conditions(cfg); });
+}
+
+// The job's deadline on the steady clock (max without one): the bound of its waits for other builds.
+std::chrono::steady_clock::time_point wait_bound(const v1::Job& job) {
+  const auto deadline = job_deadline(job);
+  if (!deadline) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() + (*deadline - std::chrono::system_clock::now());
+}
+
+// The build's lock shared by every process using this cache dir: a build of the key in another
+// process (a parallel `kjudge eval`, a build node on this host) is waited for, then replayed.
+std::unique_ptr<KeyFileLock> lock_key(const v1::Job& job, const Config& cfg, const BuildMemo& memo,
+                                     KernelBenchBuild& out, v1::Result& r) {
+  const fs::path dir = private_dir(private_dir(kernelbench_cache_root(cfg) / "kb-build") / "locks");
+  auto lock = std::make_unique<KeyFileLock>(dir / (memo.key() + ".lock"), current_cancel_fd(), wait_bound(job));
+  if (lock->contended()) (*r.mutable_phase_seconds())["build.flight_wait"] += lock->seconds_waited();
+  if (lock->result() == KeyFileLock::Result::Cancelled)
+    out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"};
+  if (lock->result() == KeyFileLock::Result::TimedOut)
+    out.failure = Decision{v1::EXPIRED, "deadline passed while waiting for its build"};
+  return lock;
+}
+
+// The build of a job whose key no other slot of this node is building: the memo, else the shared
+// store (another node's artifact, or its lease), else the build role itself, under the key's lock.
+KernelBenchBuild lead_build(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
+                            const fs::path& ext_cache, const BuildMemo& memo, v1::Result& r) {
+  KernelBenchBuild out;
+  out.arch = build_arch(cfg, in.backend);
+  const std::string key = in.store ? shared_key(memo, cfg) : "";
+  HeldLease lease{in.leased ? in.store : nullptr, key};
+  auto fresh = [&] {  // what a replay or fetch that failed half-way left is dropped
+    out = KernelBenchBuild{};
+    out.arch = build_arch(cfg, in.backend);
+  };
+  auto replayed = [&] {
+    auto hit = remembered(memo, cfg);
+    if (!hit || !replay_entry(*hit, in, ext_cache, out, r)) return fresh(), false;
+    if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
+    return true;
+  };
+  if (replayed()) return out;
+  if (in.store && !in.leased) {
+    BuildClaim claim = claim_shared(job, cfg, in, key, r);
+    if (claim.kind == BuildClaim::Artifact && use_artifact(*claim.artifact, in, ext_cache, memo, out, r)) return out;
+    if ((out.failure = claim_ended_the_job(claim))) return out;
+    if (claim.kind == BuildClaim::Leased) lease.store = in.store;
+    fresh();
+  }
+  // after the store's lease, never before: a lock holder never waits for a lease (no cycle)
+  const auto lock = lock_key(job, cfg, memo, out, r);
+  if (out.failure || replayed()) return out;
+  const BuildSlot slot(cfg, current_cancel_fd());  // the node's build places (build_slots.h)
+  (*r.mutable_phase_seconds())["build.slot_wait"] = slot.seconds_waited();
+  if (slot.cancelled()) return (out.failure = Decision{v1::CANCELLED, "cancelled while waiting to build"}), out;
+  build_fresh(job, cfg, in, ext_cache, memo, out, r);
+  if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
+  return out;
+}
+
+// What a leader's build leaves for the slots that waited on it: the memo's entry of a success, or
+// the candidate's own failure with the build stage's report. Nothing for our failures (INFRA_ERROR)
+// or the leader's cancel and deadline: a follower then builds for itself.
+std::optional<json> flight_outcome(const KernelBenchBuild& out, const BuildMemo& memo, const v1::Result& r) {
+  if (!out.failure) return memo.lookup();  // nullopt when not remembered (torch's file not visible)
+  if (auto failed = shared_failure(memo.key(), *out.failure, out.detail, r)) return failure_entry(*failed);
+  return std::nullopt;
+}
+
+// A slot whose key another slot is building: waits for it, then replays its outcome (no sandbox,
+// no phases of its own but build.flight_wait and build.replayed). False: nothing to replay.
+bool follow_build(Flights::Seat& seat, const v1::Job& job, const KernelBenchBuildInput& in, const fs::path& ext_cache,
+                  KernelBenchBuild& out, v1::Result& r) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto waited = seat.wait(current_cancel_fd(), wait_bound(job));
+  (*r.mutable_phase_seconds())["build.flight_wait"] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (waited == Flights::Seat::Wait::Cancelled)
+    return (out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"}), true;
+  if (waited == Flights::Seat::Wait::TimedOut)
+    return (out.failure = Decision{v1::EXPIRED, "deadline passed while waiting for its build"}), true;
+  return seat.outcome() && replay_entry(*seat.outcome(), in, ext_cache, out, r);
 }
 
 }  // namespace
@@ -367,27 +504,20 @@ bool kernelbench_build_needs_cuda_arch(const v1::Job& job) {
 
 KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
                                    v1::Result& r) {
-  KernelBenchBuild out;
-  out.arch = build_arch(cfg, in.backend);
   const fs::path ext_cache = kernelbench_ext_cache_dir(job, cfg);
   const BuildMemo memo = build_memo(job, cfg, in.backend);
-  const std::string key = in.store ? shared_key(memo, cfg) : "";
-  HeldLease lease{in.leased ? in.store : nullptr, key};
-  if (auto hit = memo.lookup(); hit && replay(*hit, in, ext_cache, out, r)) {
-    if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
-    return out;
+  for (;;) {
+    auto seat = build_flights().join(memo.key());
+    if (seat.leader()) {
+      KernelBenchBuild out = lead_build(job, cfg, in, ext_cache, memo, r);
+      seat.land(flight_outcome(out, memo, r));
+      return out;
+    }
+    KernelBenchBuild out;
+    out.arch = build_arch(cfg, in.backend);
+    if (follow_build(seat, job, in, ext_cache, out, r)) return out;
+    // the leader left nothing to replay (its build failed on our side): lead the next flight
   }
-  if (in.store && !in.leased) {
-    BuildClaim claim = claim_shared(job, cfg, in, key, r);
-    if (claim.kind == BuildClaim::Artifact && use_artifact(*claim.artifact, in, ext_cache, memo, out, r)) return out;
-    if ((out.failure = claim_ended_the_job(claim))) return out;
-    if (claim.kind == BuildClaim::Leased) lease.store = in.store;
-  }
-  out = KernelBenchBuild{};
-  out.arch = build_arch(cfg, in.backend);
-  build_fresh(job, cfg, in, ext_cache, memo, out, r);
-  if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
-  return out;
 }
 
 }  // namespace kj

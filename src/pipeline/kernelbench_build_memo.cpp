@@ -37,11 +37,18 @@ std::string file_stamp(const std::string& path) {
 
 BuildMemo::BuildMemo(const fs::path& dir, const BuildMemoInputs& in) : key_(memo_key(in)), file_(dir / (key_ + ".json")) {}
 
-std::optional<json> BuildMemo::lookup() const {
+std::optional<json> BuildMemo::read() const {
   std::ifstream f(file_);
   if (!f) return std::nullopt;
-  const json entry = json::parse(f, nullptr, /*allow_exceptions=*/false);
-  if (!entry.is_object() || !entry.contains("extensions")) return std::nullopt;
+  json entry = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (!entry.is_object()) return std::nullopt;
+  return entry;
+}
+
+std::optional<json> BuildMemo::lookup() const {
+  const auto read_entry = read();
+  if (!read_entry || !read_entry->contains("extensions")) return std::nullopt;
+  const json& entry = *read_entry;
   const std::string stamp = entry.value("torch_stamp", "");
   if (stamp.empty() || stamp != file_stamp(entry.value("torch_file", ""))) return std::nullopt;
   return entry;
@@ -68,6 +75,21 @@ void BuildMemo::adopt(const json& shared) const {
   if (entry["torch_stamp"] == "") return;  // not this node's torch: no replay
   for (auto& rec : entry["extensions"]) rec["cache_hit"] = true;
   write(entry);
+}
+
+void BuildMemo::store_failure(json failure, const std::string& conditions) const {
+  if (conditions.empty()) return;
+  failure["failed"] = true;
+  failure["conditions"] = conditions;
+  write(failure);
+}
+
+std::optional<json> BuildMemo::lookup_failure(const std::function<std::string()>& conditions) const {
+  auto entry = read();
+  if (!entry || !entry->value("failed", false)) return std::nullopt;
+  const std::string made_in = entry->value("conditions", "");
+  if (made_in.empty() || made_in != conditions()) return std::nullopt;
+  return entry;
 }
 
 void BuildMemo::write(const json& entry) const {

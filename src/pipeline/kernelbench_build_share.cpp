@@ -88,8 +88,8 @@ std::optional<SharedBuild> shared_failure(const std::string& key, const Decision
   *partial.mutable_compile() = r.compile();
   *partial.mutable_legality() = r.legality();
   partial.set_stage_reached(r.stage_reached());
-  for (const auto& [k, v] : r.phase_seconds())
-    if (k.rfind("build.", 0) == 0) (*partial.mutable_phase_seconds())[k] = v;
+  partial.set_cheat_class(r.cheat_class());  // a static-policy CHEAT's class
+  // no phase times: they are the builder's, and a job that replays the failure built nothing
   b.partial_result = partial.SerializeAsString();
   return b;
 }
@@ -111,12 +111,47 @@ Decision replay_failure(const SharedBuild& b, v1::Result& r, std::string& detail
   if (partial.ParseFromString(b.partial_result)) {
     *r.mutable_compile() = partial.compile();
     for (const auto& flag : partial.legality().flags()) r.mutable_legality()->add_flags(flag);
-    r.set_stage_reached(partial.stage_reached());
-    for (const auto& [k, v] : partial.phase_seconds()) (*r.mutable_phase_seconds())[k] = v;
+    r.set_stage_reached(partial.stage_reached());  // not its phase times (an older builder's artifact has them)
+    if (partial.cheat_class() != v1::CHEAT_CLASS_UNSPECIFIED) r.set_cheat_class(partial.cheat_class());
   }
   detail = b.detail;
   const auto verdict = v1::Verdict_IsValid(b.verdict) ? static_cast<v1::Verdict>(b.verdict) : v1::COMPILE_ERROR;
   return {verdict, b.message};
+}
+
+namespace {
+
+std::string to_hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) out += {digits[c >> 4], digits[c & 15]};
+  return out;
+}
+
+std::string from_hex(const std::string& hex) {
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::string out;
+  if (hex.size() % 2 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) return out;
+  for (std::size_t i = 0; i < hex.size(); i += 2) out += static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1]));
+  return out;
+}
+
+}  // namespace
+
+json failure_entry(const SharedBuild& b) {
+  return {{"failed", true}, {"verdict", b.verdict}, {"message", b.message}, {"detail", b.detail},
+          {"partial_result", to_hex(b.partial_result)}};
+}
+
+SharedBuild failure_from_entry(const json& entry) {
+  SharedBuild b;
+  b.failed = true;
+  b.verdict = entry.value("verdict", 0);
+  b.message = entry.value("message", "");
+  b.detail = entry.value("detail", "");
+  b.partial_result = from_hex(entry.value("partial_result", ""));
+  return b;
 }
 
 }  // namespace kj

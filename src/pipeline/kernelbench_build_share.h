@@ -31,4 +31,8 @@ bool install_shared(const SharedBuild& b, const std::filesystem::path& ext_cache
 // A fetched failure: its build report merged into r; the decision it carried.
 Decision replay_failure(const SharedBuild& b, kjudge::v1::Result& r, std::string& detail);
 
+// A failure as the node's build memo keeps it (failed = true; its report in hex), and back.
+nlohmann::json failure_entry(const SharedBuild& b);
+SharedBuild failure_from_entry(const nlohmann::json& entry);
+
 }  // namespace kj

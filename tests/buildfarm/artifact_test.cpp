@@ -110,8 +110,13 @@ TEST(BuildConfig, DefaultsAndKeys) {
   EXPECT_EQ(c.build.scan_max, 256u);
   EXPECT_EQ(c.build.local_max, -1);
   EXPECT_FALSE(c.build.shared);
+  EXPECT_EQ(c.build.concurrency, 0);  // sized from the node's CPUs and memory
   std::ofstream(dir / "b.toml") << "[build]\nlocal_max = -2\n";
   EXPECT_THROW(load_config(dir / "b.toml"), std::runtime_error);
+  std::ofstream(dir / "d.toml") << "[build]\nconcurrency = 3\n";
+  EXPECT_EQ(load_config(dir / "d.toml").build.concurrency, 3);
+  std::ofstream(dir / "e.toml") << "[build]\nconcurrency = -1\n";
+  EXPECT_THROW(load_config(dir / "e.toml"), std::runtime_error);
   std::ofstream(dir / "c.toml") << "[daemon]\nrole = \"gpu\"\n";
   EXPECT_THROW(load_config(dir / "c.toml"), std::runtime_error);
   std::filesystem::remove_all(dir);
