@@ -158,8 +158,8 @@ class Job:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        with GpuLock(self.lock_path, shared=True):
-            values, out = self.problem.make_set(entry["seed"], entry.get("transform"))
+        values, out = self.problem.make_set(entry["seed"], entry.get("transform"),
+                                            lambda: GpuLock(self.lock_path, shared=True))
         self.cache.put(key, (values, out), nbytes(values) + out.numel() * out.element_size())
         return values, out
 

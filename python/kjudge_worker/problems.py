@@ -6,6 +6,7 @@ kept is evicted least-recently-used when the cache's device bytes pass the worke
 entry over a quarter of the budget is never kept (a 6 GB set is remade on the device in
 milliseconds, and keeping it would push out every other problem)."""
 import collections
+import contextlib
 import hashlib
 import threading
 
@@ -47,19 +48,28 @@ class Problem:
         self.variant_notes = {}  # transform -> what it kept (kin.transform's notes)
         self.work = None  # roofline.work_of, once the first job asks (it runs the reference once more)
 
-    def make_set(self, seed, transform):
-        """(inputs, expected output): inputs generated on the device under `seed`, the variant's
-        notes kept for the job's report (which inputs it left as drawn)."""
-        with self.lock, torch.no_grad(), numerics.scoped(self.compat):
-            values = kin.generate(self.module, int(seed), self.device, on_device=not self.compat)
-            values, notes = kin.transform(values, transform, int(seed))
-            self.variant_notes[transform or "none"] = notes
-            values = kin.cast(values, self.dtype)
-            out = self.model(*values)
-            if type(out) is not torch.Tensor:
-                raise TypeError(f"the reference's forward returned {type(out).__name__}, not one tensor")
-            if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)
+    def make_set(self, seed, transform, gpu_lock=contextlib.nullcontext):
+        """(inputs, expected output): inputs generated under `seed` (on the device in strict mode,
+        on the host in compat mode, as KernelBench does), the variant's notes kept for the job's
+        report. gpu_lock(): the GPU lock shared, held only around device work: a host-side draw
+        of a 6 GB set takes tens of seconds, and no timed loop waits for it."""
+        with self.lock, torch.no_grad():
+            host = self.compat or self.device.type == "cpu"
+            if host:
+                values = kin.generate(self.module, int(seed), torch.device("cpu"), on_device=False)
+            with gpu_lock():
+                if not host:
+                    values = kin.generate(self.module, int(seed), self.device, on_device=True)
+                values = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]
+                values, notes = kin.transform(values, transform, int(seed))
+                self.variant_notes[transform or "none"] = notes
+                values = kin.cast(values, self.dtype)
+                with numerics.scoped(self.compat):
+                    out = self.model(*values)
+                if type(out) is not torch.Tensor:
+                    raise TypeError(f"the reference's forward returned {type(out).__name__}, not one tensor")
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
             return values, out
 
     def perturbed_output(self, values, perturb_seed, call):

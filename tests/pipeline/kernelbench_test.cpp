@@ -55,11 +55,12 @@ TEST(KernelBenchLegality, KernelsAreLibraryFrameworkOrCustomByVendorNaming) {
   const auto c = kj::classify_legality(trace(
       {}, {"ampere_sgemm_128x64_nn", "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32",
            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >",
-           "kb_gemm_kernel(float const*, float const*, float*, int, int, int)", "Memcpy HtoD (Pageable -> Device)"},
+           "kb_gemm_kernel(float const*, float const*, float*, int, int, int)",
+           "sgemm_tiled_kernel(float const*, float const*, float*, int, int, int)", "Memcpy HtoD (Pageable -> Device)"},
       0, true));
   EXPECT_EQ(c.library_kernels, 2u);
   EXPECT_EQ(c.framework_kernels, 1u);
-  EXPECT_EQ(c.custom_kernels, 1u);  // a candidate's kernel named *gemm* is still its own
+  EXPECT_EQ(c.custom_kernels, 2u);  // a candidate's kernel named *gemm* or sgemm_* is still its own
 }
 
 TEST(KernelBenchLegality, VerdictPrecedence) {
