@@ -27,6 +27,9 @@ def _sample(flat):
 
 def is_constant(v):
     flat = v.reshape(-1)
+    sample = _sample(flat)  # a non-constant sample settles it without a pass over a 6 GB input
+    if not bool((sample == flat[0]).all()) and not bool(torch.isnan(sample).all()):
+        return False
     return bool((flat == flat[0]).all()) or bool(torch.isnan(flat).all())
 
 
@@ -37,9 +40,9 @@ def is_discrete(v):
 
 
 def is_simplex_rows(v):
-    if v.dim() == 0 or v.shape[-1] < 2 or not bool((v >= 0).all()):
+    if v.dim() == 0 or v.shape[-1] < 2 or not bool((_sample(v.reshape(-1)) >= 0).all()) or not bool((v >= 0).all()):
         return False
-    sums = v.to(torch.float64).sum(-1)
+    sums = torch.sum(v, -1, dtype=torch.float64)  # accumulated in float64, no float64 copy of v
     return bool(((sums - 1).abs() <= SIMPLEX_TOL).all())
 
 
