@@ -95,25 +95,17 @@ def run(request, report):
     guard = guards.Guards({"torch.utils.cpp_extension.load_inline":
                            lambda: torch.utils.cpp_extension.load_inline})
 
-    chan = Channel(request["channel_path"], device)
-    # the candidate's first code (module level, __init__) may launch GPU work too: it waits for
-    # other jobs' timed loops like every correctness call, and is finished before the lock goes
-    chan.lock(shared=True)
-    try:
-        cand = load_module(request["candidate_path"], "candidate")
-        report["built_at_run"] = hooks.built_at_run
-        report["stage"] = "init"
-        kin.set_seed(int(request["weight_seed"]))
-        model = cand.ModelNew(*oracle["init_inputs"]).to(device)
-        if dtype != torch.float32:
-            model = model.to(dtype)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-    finally:
-        chan.unlock()
+    cand = load_module(request["candidate_path"], "candidate")
+    report["built_at_run"] = hooks.built_at_run
+    report["stage"] = "init"
+    kin.set_seed(int(request["weight_seed"]))
+    model = cand.ModelNew(*oracle["init_inputs"]).to(device)
+    if dtype != torch.float32:
+        model = model.to(dtype)
     report["guards_changed"] = guard.changed()
     phases.mark("load_and_init")
 
+    chan = Channel(request["channel_path"], device)
     sets = [e["index"] for e in oracle["sets"] if "skipped" not in e]
     report["stage"] = "correctness"
     outputs, mutated, threads_alive = [], [], []
