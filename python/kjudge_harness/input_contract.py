@@ -18,17 +18,17 @@ MIN_DISCRETE_ELEMENTS = 64   # fewer elements tell nothing about a value set
 SIMPLEX_TOL = 1e-3
 
 
-def _sample(flat):
-    if flat.numel() <= DISCRETE_SAMPLE:
+def sample(flat, size=DISCRETE_SAMPLE):
+    """At most `size` elements of a flat tensor, evenly strided (a view: nothing copied)."""
+    if flat.numel() <= size:
         return flat
-    step = flat.numel() // DISCRETE_SAMPLE
-    return flat[::step][:DISCRETE_SAMPLE]
+    return flat[::flat.numel() // size][:size]
 
 
 def is_constant(v):
     flat = v.reshape(-1)
-    sample = _sample(flat)  # a non-constant sample settles it without a pass over a 6 GB input
-    if not bool((sample == flat[0]).all()) and not bool(torch.isnan(sample).all()):
+    part = sample(flat)  # a non-constant sample settles it without a pass over a 6 GB input
+    if not bool((part == flat[0]).all()) and not bool(torch.isnan(part).all()):
         return False
     return bool((flat == flat[0]).all()) or bool(torch.isnan(flat).all())
 
@@ -36,11 +36,11 @@ def is_constant(v):
 def is_discrete(v):
     if v.numel() < MIN_DISCRETE_ELEMENTS:
         return False
-    return torch.unique(_sample(v.reshape(-1))).numel() <= DISCRETE_VALUES
+    return torch.unique(sample(v.reshape(-1))).numel() <= DISCRETE_VALUES
 
 
 def is_simplex_rows(v):
-    if v.dim() == 0 or v.shape[-1] < 2 or not bool((_sample(v.reshape(-1)) >= 0).all()) or not bool((v >= 0).all()):
+    if v.dim() == 0 or v.shape[-1] < 2 or not bool((sample(v.reshape(-1)) >= 0).all()) or not bool((v >= 0).all()):
         return False
     sums = torch.sum(v, -1, dtype=torch.float64)  # accumulated in float64, no float64 copy of v
     return bool(((sums - 1).abs() <= SIMPLEX_TOL).all())
@@ -72,8 +72,18 @@ def symmetric_signs(v, gen):
     return upper + torch.triu(signs, 1).transpose(-1, -2)
 
 
+SPIKE_DRAWS = 64  # uniform positions tried before listing the non-zeros
+
+
 def spike_position(flat, gen):
-    """A random position holding a non-zero value (structural zeros stay zero); None if all are zero."""
+    """A random position holding a non-zero value (structural zeros stay zero); None if all are zero.
+    Uniform positions are drawn first and the first non-zero one taken (uniform over the non-zeros):
+    listing the non-zeros of a 1.6 G-element input would take 13 GB of indices. Only a tensor so
+    sparse that every draw hit a zero is listed, and its list is short."""
+    draws = torch.randint(0, flat.numel(), (SPIKE_DRAWS,), generator=gen, device=flat.device)
+    hits = draws[flat[draws] != 0]
+    if hits.numel():
+        return int(hits[0])
     nonzero = torch.nonzero(flat)
     if nonzero.numel() == 0:
         return None

@@ -432,8 +432,11 @@ class Job:
         if trivially_wrong(actual):
             return
         seed, pool = int(self.timing_cfg.get("perturb_seed", 0)), len(self.pool)
-        sources = [("its inputs before perturbation", call % pool, None), ("timed call 0 on its buffers", call % pool,
-                   call % pool), ("the previous call on its buffers", call % pool, call - pool),
+        # (words, pool position, the call whose perturbation to replay; None: unperturbed). Call i
+        # reads pool position i % pool, so the first call on a call's buffers is call % pool.
+        sources = [("its inputs before perturbation", call % pool, None),
+                   ("timed call 0 on its buffers", call % pool, call % pool),
+                   ("the previous call on its buffers", call % pool, call - pool),
                    ("the call before it", (call - 1) % pool, call - 1)]
         for words, k, other in sources:
             if other is not None and (other < 0 or other == call or not seed):

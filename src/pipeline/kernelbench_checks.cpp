@@ -155,8 +155,8 @@ static std::optional<Decision> check_audits(const KernelBenchFacts& f, std::size
 
 // Marks missing or forged: no trusted figure exists for the loop. Reported time above what the
 // daemon's clock saw pass gains nothing, but says the report is forged.
-static std::optional<Decision> check_loop_marks(const KernelBenchFacts& f, const nlohmann::json& t, v1::Result& r) {
-  const auto trial_ms = json_doubles(t, "trial_ms");
+static std::optional<Decision> check_loop_marks(const KernelBenchFacts& f, const std::vector<double>& trial_ms,
+                                               v1::Result& r) {
   double in_sum = 0;
   for (double x : trial_ms) in_sum += x;
   auto* perf = r.mutable_performance();
@@ -205,7 +205,7 @@ std::optional<Decision> check_after_compare(const KernelBenchFacts& f, v1::Resul
   if (auto d = check_audits(f, trial_ms.size(), r)) return d;
   // 3. The daemon's clock over the loop: the marks must be there; what they say about each call's
   // time decides the speedup (kernelbench_speedup.h), not a verdict.
-  if (auto d = check_loop_marks(f, t, r)) return d;
+  if (auto d = check_loop_marks(f, trial_ms, r)) return d;
   // 4. Device work outside the timed stream: host wall (launch .. device-wide sync) against the
   // events, beyond what the clean process's harness overhead explains.
   if (t.value("method", "") == "cuda_events") {
