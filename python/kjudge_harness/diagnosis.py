@@ -1,6 +1,7 @@
 """What a failed role tells the candidate's author: `message` (one line, the cause) and `feedback`
 (what a repair turn needs), never the judge's frames, paths or tensor printouts (judge_text.py).
 The full traceback stays in the report's `error` for the operator."""
+import re
 import traceback
 
 from .compile_feedback import ExtensionBuildError, compile_feedback
@@ -44,8 +45,32 @@ def _exception(exc, candidate_path):
     return {"message": one_line(head), "feedback": "\n".join(out)}
 
 
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+_TRIED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
+
+
+def device_bytes_needed(exc):
+    """For a device out-of-memory error: what the process held plus what it asked for, so the daemon
+    can tell a candidate that asked for more than it was admitted with from one whose device memory
+    was taken by other jobs (None for other errors)."""
+    if type(exc).__name__ != "OutOfMemoryError":
+        return None
+    m = _TRIED.search(str(exc))
+    import torch  # loaded: the error came from it
+    held = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0
+    return int(held + (float(m.group(1)) * _UNITS[m.group(2)] if m else 0))
+
+
 def diagnose(exc, candidate_path):
-    """{"message", "feedback"[, "compiler_output"]} for an exception a role raised."""
+    """{"message", "feedback"[, "compiler_output"][, "device_bytes_needed"]} for an exception a role raised."""
+    needed = device_bytes_needed(exc)
+    out = _diagnose(exc, candidate_path)
+    if needed is not None:
+        out["device_bytes_needed"] = needed
+    return out
+
+
+def _diagnose(exc, candidate_path):
     if isinstance(exc, NoCandidateCode):
         return {"message": f"no candidate code: {exc}",
                 "feedback": f"No candidate code: {exc}. Answer with one fenced ```python block that defines "

@@ -57,6 +57,7 @@ class Job:
         self.lock_path, self.heavy, self.peaks = lock_path, heavy, peaks
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
+                        "judge_seconds": 0.0,
                         "protocol_errors": [], "transport_errors": [], "worker_faults": []}
         self.done = threading.Event()
         self.listener = None
@@ -254,6 +255,7 @@ class Job:
                     if msg is None:
                         break
                     op = msg.get("op")
+                    began = time.monotonic()
                     try:
                         if held_since is not None and op in ("inputs", "output", "audit"):
                             # the worker's GPU work waits for timed loops: asked inside one, it never starts
@@ -297,7 +299,13 @@ class Job:
                         reply_error(conn, "the judge's worker ran out of device memory")
                     except OSError:  # the candidate's process is gone mid-request
                         break
+                    except Exception as exc:  # noqa: BLE001 -- ours (a CUDA error, a bug): said, never a closed channel
+                        self.results["worker_faults"].append(f"{op}: {type(exc).__name__}: {str(exc)[:300]}")
+                        reply_error(conn, "the judge's worker failed serving this request")
                     finally:
+                        # the candidate waited for the judge (sets, comparisons, GPU lock, the
+                        # reference's loop beside its own): time of its limit that is not its own
+                        self.results["judge_seconds"] += time.monotonic() - began
                         for fd in fds:
                             os.close(fd)
         finally:

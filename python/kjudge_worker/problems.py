@@ -29,6 +29,22 @@ def nbytes(values):
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
+COMPAT_HOST_DRAW_MAX_BYTES = 256 << 20  # compat: inputs up to this are drawn on the host, as KernelBench
+
+
+def declared_bytes(module):
+    """The bytes of get_inputs()'s tensors, read off a draw on the meta device (shapes, no data);
+    None where get_inputs() needs real values to run, or torch (< 2.0) has no device context."""
+    if not hasattr(torch, "get_default_device"):
+        return None
+    try:
+        with torch.device("meta"):
+            values = list(module.get_inputs())
+    except Exception:  # noqa: BLE001 -- any failure means: unknown, draw as KernelBench does
+        return None
+    return nbytes(values)
+
+
 def finite(t):
     return bool(torch.isfinite(t).all()) if t.is_floating_point() else True
 
@@ -47,18 +63,22 @@ class Problem:
         self.bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
         self.variant_notes = {}  # transform -> what it kept (kin.transform's notes)
         self.work = None  # roofline.work_of, once the first job asks (it runs the reference once more)
+        # compat draws on the host as KernelBench does, except inputs too large for that: a host
+        # draw of a 6.4 GB input takes ~10 s of one core, and each set is made up to three times
+        size = declared_bytes(self.module) if self.compat else None
+        self.host_draw = device.type == "cpu" or (
+            self.compat and (size is None or size <= COMPAT_HOST_DRAW_MAX_BYTES))
 
     def make_set(self, seed, transform, gpu_lock=contextlib.nullcontext):
         """(inputs, expected output): inputs generated under `seed` (on the device in strict mode,
-        on the host in compat mode, as KernelBench does), the variant's notes kept for the job's
-        report. gpu_lock(): the GPU lock shared, held only around device work: a host-side draw
-        of a 6 GB set takes tens of seconds, and no timed loop waits for it."""
+        on the host in compat mode as KernelBench does unless they are large), the variant's notes
+        kept for the job's report. gpu_lock(): the GPU lock shared, held only around device work:
+        no timed loop waits for a host-side draw."""
         with self.lock, torch.no_grad():
-            host = self.compat or self.device.type == "cpu"
-            if host:
+            if self.host_draw:
                 values = kin.generate(self.module, int(seed), torch.device("cpu"), on_device=False)
             with gpu_lock():
-                if not host:
+                if not self.host_draw:
                     values = kin.generate(self.module, int(seed), self.device, on_device=True)
                 values = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]
                 values, notes = kin.transform(values, transform, int(seed))

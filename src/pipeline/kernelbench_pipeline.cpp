@@ -322,13 +322,22 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   }
   if (auto d = check_channel(*seen, r)) return fail(*d);
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
-  // Waiting for other jobs' timed loops is the node's time: a limit that ran out while a quarter of
-  // it went to that wait is ours (retried), never the candidate's TIMEOUT.
-  if (const double waited = seen->value("lock_wait_seconds", 0.0);
+  // Waiting for the judge (its sets and comparisons, other jobs' timed loops on the GPU lock) is the
+  // node's time: a limit that ran out while a quarter of it went to that wait is ours (retried),
+  // never the candidate's TIMEOUT.
+  if (const double waited = seen->value("judge_seconds", 0.0);
       cand.sandbox.outcome == kjsandbox::Outcome::WallTimeout && waited * 1000.0 > 0.25 * run_ms)
-    return fail({v1::INFRA_ERROR, fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the GPU "
-                                              "(other jobs' timed loops on a busy node): judged again",
+    return fail({v1::INFRA_ERROR, fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
+                                              "(its sets, other jobs' timed loops on a busy node): judged again",
                                               waited)});
+  (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
+  // Device memory: a candidate that ran out of it while it held and asked for no more than it was
+  // admitted with found the device filled by other jobs: ours (retried), not its RUNTIME_ERROR.
+  if (cand.report && cand.report->value("error_type", "") == "OutOfMemoryError" &&
+      cand.report->value("device_bytes_needed", std::uint64_t{0}) <= device_hold.bytes())
+    return fail({v1::INFRA_ERROR, fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
+                                              "(other jobs' memory on a busy node): judged again",
+                                              device_hold.bytes() / double(1ull << 30))});
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,
                                 cand.host_fault, has_device_ready_mark(marks))) {

@@ -21,6 +21,7 @@ class DeviceBudget {
     Hold& operator=(const Hold&) = delete;
     Hold& operator=(Hold&&) = delete;
     ~Hold();
+    std::uint64_t bytes() const { return bytes_; }  // what the candidate was admitted with
 
    private:
     DeviceBudget* budget_;

@@ -1,0 +1,48 @@
+"""Compat mode draws its sets on the host as KernelBench does, except for problems whose inputs are
+too large for that (python/kjudge_worker/problems.py), and a candidate's device out-of-memory error
+carries what it held and asked for, so the daemon can tell it from memory taken by other jobs
+(python/kjudge_harness/diagnosis.py)."""
+import types
+
+import torch
+
+from kjudge_harness.diagnosis import device_bytes_needed, diagnose
+from kjudge_worker.problems import COMPAT_HOST_DRAW_MAX_BYTES, declared_bytes
+
+
+def module(get_inputs):
+    return types.SimpleNamespace(get_inputs=get_inputs)
+
+
+ON_META = hasattr(torch, "get_default_device")  # torch >= 2.0: factories follow a device context
+
+
+def test_declared_bytes_come_from_shapes_without_drawing():
+    if not ON_META:  # unknown: drawn on the host, as KernelBench does
+        assert declared_bytes(module(lambda: [torch.rand(4)])) is None
+        return
+    big = 1 << 31  # 8 GiB of float32, never allocated: drawn on the meta device
+    assert declared_bytes(module(lambda: [torch.rand(big), 3])) == 4 * big
+    assert declared_bytes(module(lambda: [torch.rand(4096, 4096).tril(), torch.randint(0, 9, (8,))])) == \
+        4 * 4096 * 4096 + 8 * 8
+    assert 4 * big > COMPAT_HOST_DRAW_MAX_BYTES
+
+
+def test_inputs_that_need_real_values_are_unknown():
+    def needs_values():
+        n = int(torch.randint(1, 5, (1,)).item())  # data-dependent: meta tensors have no values
+        return [torch.rand(n)]
+    assert declared_bytes(module(needs_values)) is None
+
+
+class OutOfMemoryError(RuntimeError):
+    """Named as torch's: the harness reads the type's name, not the class (torch may be absent)."""
+
+
+def test_out_of_memory_reports_what_was_asked_for():
+    exc = OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity of 79.18 GiB")
+    held = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0
+    assert device_bytes_needed(exc) == held + 6 * (1 << 30)
+    assert diagnose(exc, None)["device_bytes_needed"] == held + 6 * (1 << 30)
+    assert device_bytes_needed(RuntimeError("Tried to allocate 6.00 GiB")) is None
+    assert "device_bytes_needed" not in diagnose(ValueError("x"), None)
