@@ -53,8 +53,8 @@ def device_bytes_needed(exc):
     """For a device out-of-memory error: what the process held plus what it asked for, so the daemon
     can tell a candidate that asked for more than it was admitted with from one whose device memory
     was taken by other jobs (None for other errors)."""
-    if type(exc).__name__ != "OutOfMemoryError":
-        return None
+    if type(exc).__name__ != "OutOfMemoryError" and "CUDA error: out of memory" not in str(exc):
+        return None  # (the driver's own allocations fail as an AcceleratorError with that text)
     m = _TRIED.search(str(exc))
     import torch  # loaded: the error came from it
     held = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0

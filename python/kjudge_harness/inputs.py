@@ -3,6 +3,9 @@ chosen by the daemon; the extra sets transform their draw (sign flips, x8 scale,
 kernels which only work on get_inputs()'s range are caught, inside the problem's input contract
 (input_contract.py: structural zeros, symmetry, probability rows, value sets and constants are
 kept). Compat mode reproduces KernelBench's seeds."""
+import contextlib
+import threading
+
 import torch
 
 from . import input_contract as contract
@@ -26,15 +29,29 @@ def set_seed(seed):
         torch.cuda.manual_seed(seed)
 
 
+_RNG = threading.Lock()
+
+
+@contextlib.contextmanager
+def seeded(seed):
+    """torch's global generators seeded and held: the worker makes sets and models for several
+    jobs in threads at once, and draws interleaved between threads are neither the seed's values
+    (weights differ from the candidate's own draw) nor made again the same (a remade set differs
+    from the one handed over)."""
+    with _RNG:
+        set_seed(seed)
+        yield
+
+
 def generate(module, seed, device, on_device):
     """get_inputs() under `seed`. on_device: create tensors directly on the GPU (torch >= 2.0),
     which is how strict mode avoids generating large inputs on the CPU."""
-    set_seed(seed)
-    if on_device and device.type != "cpu" and hasattr(torch, "get_default_device"):
-        with torch.device(device):
+    with seeded(seed):
+        if on_device and device.type != "cpu" and hasattr(torch, "get_default_device"):
+            with torch.device(device):
+                values = list(module.get_inputs())
+        else:
             values = list(module.get_inputs())
-    else:
-        values = list(module.get_inputs())
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 

@@ -297,7 +297,7 @@ class Job:
                     except torch.cuda.OutOfMemoryError as exc:  # ours: the worker's own memory
                         self.results["worker_faults"].append(f"{op}: device out of memory: {str(exc)[:300]}")
                         reply_error(conn, "the judge's worker ran out of device memory")
-                    except OSError:  # the candidate's process is gone mid-request
+                    except ConnectionError:  # the candidate's process is gone mid-request
                         break
                     except Exception as exc:  # noqa: BLE001 -- ours (a CUDA error, a bug): said, never a closed channel
                         self.results["worker_faults"].append(f"{op}: {type(exc).__name__}: {str(exc)[:300]}")
@@ -307,7 +307,9 @@ class Job:
                         # reference's loop beside its own): time of its limit that is not its own
                         self.results["judge_seconds"] += time.monotonic() - began
                         for fd in fds:
-                            os.close(fd)
+                            close_quietly(fd)
+        except Exception as exc:  # noqa: BLE001 -- ours: said in the result, never a silent close
+            self.results["worker_faults"].append(f"channel: {type(exc).__name__}: {str(exc)[:300]}")
         finally:
             if held is lock:
                 self.results["lock_seconds"] += time.monotonic() - held_since
@@ -462,6 +464,13 @@ class Job:
             self.listener.close()
             self.results["channel_left_open"] = True  # not the candidate's doing: its sandbox is gone
         return self.results
+
+
+def close_quietly(fd):
+    try:
+        os.close(fd)
+    except OSError:  # already closed by whoever took it
+        pass
 
 
 def reply_error(conn, text):

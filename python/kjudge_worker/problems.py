@@ -38,7 +38,7 @@ def declared_bytes(module):
     if not hasattr(torch, "get_default_device"):
         return None
     try:
-        with torch.device("meta"):
+        with kin.seeded(0), torch.device("meta"):  # no other thread's draw sees the meta device
             values = list(module.get_inputs())
     except Exception:  # noqa: BLE001 -- any failure means: unknown, draw as KernelBench does
         return None
@@ -56,8 +56,9 @@ class Problem:
         self.compat = mode == "compat"
         self.module = load_module(path, f"reference_{key[:12]}", overrides)
         self.init_inputs = json_value(list(self.module.get_init_inputs()))
-        kin.set_seed(int(weight_seed))
-        model = self.module.Model(*self.init_inputs).to(device)
+        with kin.seeded(int(weight_seed)):  # the candidate's harness draws its weights under the same seed
+            model = self.module.Model(*self.init_inputs)
+        model = model.to(device)
         self.model = (model.to(self.dtype) if self.dtype != torch.float32 else model).eval()
         self.lock = threading.Lock()  # one set at a time through the reference (its RNG, its buffers)
         self.bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())

@@ -333,7 +333,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
   // Device memory: a candidate that ran out of it while it held and asked for no more than it was
   // admitted with found the device filled by other jobs: ours (retried), not its RUNTIME_ERROR.
-  if (cand.report && cand.report->value("error_type", "") == "OutOfMemoryError" &&
+  if (cand.report && cand.report->contains("device_bytes_needed") &&
       cand.report->value("device_bytes_needed", std::uint64_t{0}) <= device_hold.bytes())
     return fail({v1::INFRA_ERROR, fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
                                               "(other jobs' memory on a busy node): judged again",

@@ -46,3 +46,31 @@ def test_out_of_memory_reports_what_was_asked_for():
     assert diagnose(exc, None)["device_bytes_needed"] == held + 6 * (1 << 30)
     assert device_bytes_needed(RuntimeError("Tried to allocate 6.00 GiB")) is None
     assert "device_bytes_needed" not in diagnose(ValueError("x"), None)
+
+
+def test_draws_in_threads_are_each_seeds_own_values():
+    """The worker makes sets (and models) of several jobs in threads: each draw must be its seed's,
+    or a remade set differs from the one handed over and a model's weights from the candidate's."""
+    import threading
+    import time
+
+    from kjudge_harness import inputs as kin
+
+    def get_inputs():  # yields the interpreter between its two draws, as a real get_inputs() may
+        a = torch.randn(16)
+        time.sleep(0.002)
+        return [a, torch.randn(16)]
+    mod, cpu = module(get_inputs), torch.device("cpu")
+    want = {s: kin.generate(mod, s, cpu, False) for s in range(4)}
+    wrong = []
+
+    def draw(seed):
+        for _ in range(20):
+            got = kin.generate(mod, seed, cpu, False)
+            wrong.extend(seed for g, w in zip(got, want[seed]) if not torch.equal(g, w))
+    threads = [threading.Thread(target=draw, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
