@@ -190,7 +190,8 @@ class Job:
         """The reference's inputs for its loop beside the candidate's (None: not asked for)."""
         if not self.request.get("adjacent_baseline") or self.timing_cfg.get("skip"):
             return None
-        return [self.timing_inputs(k, shared) for k in self.pool]
+        pool = [self.timing_inputs(k, shared) for k in self.pool]
+        return None if any(p is None for p in pool) else pool
 
     def time_adjacent_baseline(self, pool):
         """The reference's timed loop right after the candidate's, in the same hold of the GPU lock
@@ -214,13 +215,17 @@ class Job:
 
     def timing_inputs(self, k, shared):
         """Set k's inputs for the reference's loop: the candidate's shared copies where the worker
-        holds them (the same physical memory), else private copies of the pristine set."""
-        values, _ = self.set_values(self.specs[k])
-        copies = shared.get(k, ([],))[0]
-        if self.device.type != "cuda" or not copies or any(c is None for c in copies):
-            return private_copy(values)
-        it = iter(copies)
-        return [next(it) if isinstance(v, torch.Tensor) else v for v in values]
+        holds them (the same physical memory, nothing made), else private copies of the pristine
+        set; None for a heavy set without them (made and copied while the job waits for the lock,
+        such sets of many waiting jobs filled the device: the cached baseline serves)."""
+        copies, _, _, plain = shared.get(k, ([], None, None, []))
+        if self.device.type == "cuda" and copies and all(c is not None for c in copies):
+            it = iter(copies)
+            return [next(it) if is_tensor else v for is_tensor, v in plain]
+        entry = self.specs[k]
+        if entry["input_nbytes"] + entry["output_nbytes"] >= self.heavy.threshold:
+            return None
+        return private_copy(self.set_values(entry)[0])
 
     # --- the candidate's channel --------------------------------------------------------------
     def listen(self, path):
@@ -292,10 +297,13 @@ class Job:
                         self.results["protocol_errors"].append(f"{op}: {exc}")
                         reply_error(conn, str(exc))
                     except transport.VmmError as exc:  # shared memory that did not map: the candidate sees it
-                        self.results["transport_errors"].append(f"{op}: {exc}")
+                        if "OUT_OF_MEMORY" in str(exc):  # the worker's own copy found no room: ours
+                            self.note_out_of_memory(op, exc)
+                        else:
+                            self.results["transport_errors"].append(f"{op}: {exc}")
                         reply_error(conn, str(exc))
                     except torch.cuda.OutOfMemoryError as exc:  # ours: the worker's own memory
-                        self.results["worker_faults"].append(f"{op}: device out of memory: {str(exc)[:300]}")
+                        self.note_out_of_memory(op, exc)
                         reply_error(conn, "the judge's worker ran out of device memory")
                     except ConnectionError:  # the candidate's process is gone mid-request
                         break
@@ -322,6 +330,12 @@ class Job:
             except torch.cuda.OutOfMemoryError as exc:
                 self.results["worker_faults"].append(f"input check: device out of memory: {str(exc)[:300]}")
             self.done.set()
+
+    def note_out_of_memory(self, op, exc):
+        """The worker's own device memory ran out: its fault, and torch's cached blocks go back at
+        once, so the GPU's canary and the other jobs find the memory again."""
+        self.results["worker_faults"].append(f"{op}: device out of memory: {str(exc)[:300]}")
+        transport.release_cached(self.device)
 
     def section(self, k=None):
         """The heavy-set section for set k (None: the job's largest set)."""
@@ -356,11 +370,12 @@ class Job:
         finally:
             for fd in fds:
                 os.close(fd)
-        shared[k] = (copies, holders, bool(msg.get("writable")))
+        plain = [(False, v) if not isinstance(v, torch.Tensor) else (True, None) for v in values]
+        shared[k] = (copies, holders, bool(msg.get("writable")), plain)
 
     def check_and_free(self, k, shared):
         """After the candidate is done with a set: its shared copies against the pristine set."""
-        copies, holders, timing_copy = shared.pop(k)
+        copies, holders, timing_copy, _ = shared.pop(k)
         if any(c is not None for c in copies):
             # the timed loop's copies too: its harness restores every perturbation it makes
             values, _ = self.set_values(self.specs[k])
@@ -393,7 +408,7 @@ class Job:
         if len(fds) != 1:
             slot[key] = {"arg": "output", "passed": False, "problem": "no output tensor was shared"}
             return
-        actual, holder = transport.open_shared(fds[0], desc, self.device, "read")
+        actual, holder = transport.open_shared(fds.pop(), desc, self.device, "read")  # it closes the fd
         try:
             values, expected = self.set_values(entry)
             with GpuLock(self.lock_path, shared=True):

@@ -96,8 +96,10 @@ class Worker:
         job = Job(req, problem, self.cache, self.device, self.lock_path,
                   Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device), self.peaks)
         with self.heavy:
-            report = job.prepare()
-            transport.release_cached(self.device)
+            try:
+                report = job.prepare()
+            finally:  # out of memory too: the blocks go back for the other jobs and the canary
+                transport.release_cached(self.device)
         report["device_total_bytes"] = self.total_bytes if self.device.type == "cuda" else 0
         phases["sets"] = time.perf_counter() - t0 - phases["reference_init"]
         report.update({"ok": True, "node_identity": self.identity, "torch_version": torch.__version__,
