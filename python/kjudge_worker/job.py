@@ -323,12 +323,12 @@ class Job:
                 self.results["lock_seconds"] += time.monotonic() - held_since
             if held is not None:
                 held.release()
-            try:
-                for k in list(shared):
+            for k in list(shared):  # each set's copies freed, whatever the check of another did
+                try:
                     with self.section(k):
                         self.check_and_free(k, shared)
-            except torch.cuda.OutOfMemoryError as exc:
-                self.results["worker_faults"].append(f"input check: device out of memory: {str(exc)[:300]}")
+                except (torch.cuda.OutOfMemoryError, transport.VmmError) as exc:
+                    self.note_out_of_memory("input check", exc)
             self.done.set()
 
     def note_out_of_memory(self, op, exc):
@@ -376,20 +376,22 @@ class Job:
     def check_and_free(self, k, shared):
         """After the candidate is done with a set: its shared copies against the pristine set."""
         copies, holders, timing_copy, _ = shared.pop(k)
-        if any(c is not None for c in copies):
-            # the timed loop's copies too: its harness restores every perturbation it makes
-            values, _ = self.set_values(self.specs[k])
-            tensors = [v for v in values if isinstance(v, torch.Tensor)]
-            with GpuLock(self.lock_path, shared=True):
-                changed = any(c is not None and not compare.identical(c, v) for c, v in zip(copies, tensors))
-            if changed:
-                self.results["flags"].append("inputs_mutated_during_timing" if timing_copy
-                                             else f"inputs_mutated:{self.specs[k]['name']}")
-        del copies
-        for h in holders:
-            if h is not None:
-                h.close()
-        transport.release_cached(self.device)
+        try:
+            if any(c is not None for c in copies):
+                # the timed loop's copies too: its harness restores every perturbation it makes
+                values, _ = self.set_values(self.specs[k])
+                tensors = [v for v in values if isinstance(v, torch.Tensor)]
+                with GpuLock(self.lock_path, shared=True):
+                    changed = any(c is not None and not compare.identical(c, v) for c, v in zip(copies, tensors))
+                if changed:
+                    self.results["flags"].append("inputs_mutated_during_timing" if timing_copy
+                                                 else f"inputs_mutated:{self.specs[k]['name']}")
+        finally:  # the exported memory is not torch's: a check that failed must not keep it
+            del copies
+            for h in holders:
+                if h is not None:
+                    h.close()
+            transport.release_cached(self.device)
 
     def take_output(self, op, msg, fds, shared):
         desc = msg.get("desc") or {}
