@@ -232,8 +232,10 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     detail = prepared->value("error", "");
     if (detail.find("needs a GPU") != std::string::npos) return fail(gpu_could_not_serve("no GPU visible to the trusted worker"));
     if (prepared->value("fault", "") == "device") return fail(gpu_could_not_serve(last_line(detail)));
-    if (prepared->value("fault", "") == "resources")  // the node's memory at that moment, not the job's fault: retried
-      return fail(gpu_could_not_serve("the trusted worker ran out of device memory making the sets: " + last_line(detail)));
+    // the node's memory at that moment, not the job's fault: retried, and no canary (a canary on a
+    // device full of the judge's own sets failed and quarantined a healthy H100)
+    if (prepared->value("fault", "") == "resources")
+      return fail({v1::INFRA_ERROR, "the trusted worker ran out of device memory making the sets: " + last_line(detail)});
     return fail({v1::INVALID_JOB, "the reference failed: " + last_line(detail)});
   }
   json& orep = *prepared;
@@ -317,8 +319,10 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     return fail({v1::INFRA_ERROR, "trusted worker: " + (seen ? last_line(detail) : why)});
   }
   if (const auto faults = seen->value("worker_faults", json::array()); !faults.empty()) {
-    detail = faults.dump();  // the worker's own memory ran out: ours, whatever the candidate then did
-    return fail(gpu_could_not_serve("trusted worker: " + faults[0].get<std::string>()));
+    detail = faults.dump();  // the worker's own fault: ours, whatever the candidate then did
+    const std::string first = "trusted worker: " + faults[0].get<std::string>();
+    if (first.find("out of memory") != std::string::npos) return fail({v1::INFRA_ERROR, first});  // memory, not the GPU's health
+    return fail(gpu_could_not_serve(first));
   }
   if (auto d = check_channel(*seen, r)) return fail(*d);
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
