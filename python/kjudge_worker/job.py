@@ -314,8 +314,8 @@ class Job:
                         # the candidate waited for the judge (sets, comparisons, GPU lock, the
                         # reference's loop beside its own): time of its limit that is not its own
                         self.results["judge_seconds"] += time.monotonic() - began
-                        for fd in fds:
-                            close_quietly(fd)
+                        for fd in fds:  # those no request took (take_output takes its own)
+                            os.close(fd)
         except Exception as exc:  # noqa: BLE001 -- ours: said in the result, never a silent close
             self.results["worker_faults"].append(f"channel: {type(exc).__name__}: {str(exc)[:300]}")
         finally:
@@ -481,13 +481,6 @@ class Job:
             self.listener.close()
             self.results["channel_left_open"] = True  # not the candidate's doing: its sandbox is gone
         return self.results
-
-
-def close_quietly(fd):
-    try:
-        os.close(fd)
-    except OSError:  # already closed by whoever took it
-        pass
 
 
 def reply_error(conn, text):

@@ -38,7 +38,9 @@ def declared_bytes(module):
     if not hasattr(torch, "get_default_device"):
         return None
     try:
-        with kin.seeded(0), torch.device("meta"):  # no other thread's draw sees the meta device
+        # under the draws' lock: a get_inputs() that also draws on the host (an explicit cpu tensor)
+        # must not move another thread's generator between its seed and its draw
+        with kin.seeded(0), torch.device("meta"):
             values = list(module.get_inputs())
     except Exception:  # noqa: BLE001 -- any failure means: unknown, draw as KernelBench does
         return None

@@ -326,6 +326,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   }
   if (auto d = check_channel(*seen, r)) return fail(*d);
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
+  (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
   // Waiting for the judge (its sets and comparisons, other jobs' timed loops on the GPU lock) is the
   // node's time: a limit that ran out while a quarter of it went to that wait is ours (retried),
   // never the candidate's TIMEOUT.
@@ -334,7 +335,6 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     return fail({v1::INFRA_ERROR, fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
                                               "(its sets, other jobs' timed loops on a busy node): judged again",
                                               waited)});
-  (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
   // Device memory: a candidate that ran out of it while it held and asked for no more than it was
   // admitted with found the device filled by other jobs: ours (retried), not its RUNTIME_ERROR.
   if (cand.report && cand.report->contains("device_bytes_needed") &&
