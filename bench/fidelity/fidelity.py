@@ -456,6 +456,10 @@ def build_report(rows, entries):
                "strict_verdict_jobs": {v: sum(1 for r in strict_rows if r["verdict"] == v) for v in sorted({r["verdict"] for r in strict_rows})},
                "strict_messages": sorted({"%s: %s" % (r["verdict"], r.get("message", "")[:160]) for r in strict_rows
                                           if r["verdict"] not in ("OK", e.get("expected_strict", "OK"))})[:3]}
+        unjudged = [r for r in rs if r["phase"] != "kb" and r.get("verdict") in UNSCORED]
+        row["unjudged_jobs"] = {v: sum(1 for r in unjudged if r["verdict"] == v) for v in sorted({r["verdict"] for r in unjudged})}
+        row["unjudged_messages"] = sorted({"%s %s: %s" % (r.get("mode"), r["verdict"], r.get("message", "")[:160])
+                                           for r in unjudged})[:3]
         for m in ("strict", "compat"):
             row[m + "_speedup"] = {"median": _med(sp[m]), "min": min(sp[m]) if sp[m] else None, "max": max(sp[m]) if sp[m] else None, "n": len(sp[m])}
             row[m + "_cand_ms"] = _med(ms[m])
@@ -491,6 +495,11 @@ def summarize(table):
     s["strict_suspicious"] = sum(1 for t in table if "SUSPICIOUS" in t["strict_verdicts_all"])
     s["strict_unexpected"] = [t["candidate"] for t in table if t["strict_verdicts"] and t["strict_verdicts"] != [t["expected_strict"]]]
     s["strict_verdict_counts"] = jobs
+    unjudged = {}
+    for t in table:
+        for v, n in t["unjudged_jobs"].items():
+            unjudged[v] = unjudged.get(v, 0) + n
+    s["unjudged_counts"] = unjudged  # both modes, every phase: jobs the judge gave no verdict (its faults)
     for m in ("strict", "compat"):
         rep = [(t["candidate"], t[m + "_spread"]) for t in table if t[m + "_spread"] is not None and (t[m + "_cand_ms"] or 0) >= 0.1]
         s["repeat_%s" % m] = {"n": len(rep), "pass": sum(1 for _, x in rep if x <= 1.03),
@@ -506,6 +515,7 @@ def summarize(table):
     s["compat_kb_n"] = len(ratios)
     s["targets"] = {
         "honest corpus 0 CHEAT / 0 SUSPICIOUS under strict": s["strict_cheat"] == 0 and s["strict_suspicious"] == 0,
+        "every job judged (no INFRA_ERROR or other job without a verdict)": not unjudged,
         "repeatability max/min <= 1.03 for kernels >= 100 us (strict)": s["repeat_strict"]["n"] > 0 and s["repeat_strict"]["pass"] == s["repeat_strict"]["n"],
         "p90 |loaded/alone - 1| <= 5%": s["loaded_p90_abs_dev"] is not None and s["loaded_p90_abs_dev"] <= 0.05,
         "compat correctness agreement with KernelBench >= 98%": s["compat_kb_agreement"] is not None and s["compat_kb_agreement"] >= 0.98,
@@ -532,9 +542,14 @@ def markdown(table, s, meta):
     for t in table:
         for msg in t["strict_messages"]:
             out.append("- %s: %s" % (t["candidate"], msg))
+    out += ["", "## Jobs without a verdict (the judge's faults: not counted above, first 3 messages per candidate)", ""]
+    for t in table:
+        for msg in t["unjudged_messages"]:
+            out.append("- %s (%s): %s" % (t["candidate"], t["unjudged_jobs"], msg))
     out += ["", "## Summary against the targets", ""]
     rs, rc = s["repeat_strict"], s["repeat_compat"]
     out += ["- strict jobs of the corpus per verdict (warm, alone, loaded, filler): %s" % s["strict_verdict_counts"],
+            "- jobs of the corpus without a verdict (both modes, every phase): %s" % (s["unjudged_counts"] or "none"),
             "- candidates with a CHEAT: %d, with a SUSPICIOUS: %d; alone strict verdict differs from expected: %s" % (
                 s["strict_cheat"], s["strict_suspicious"], s["strict_unexpected"] or "none"),
             "- repeatability (max/min speedup over R, kernels >= 100 us): strict %d/%d within 1.03 (worst %s); compat %d/%d (worst %s)" % (

@@ -94,11 +94,19 @@ STRUCTURE_WORDS = {"constant": "is constant", "discrete": "takes few distinct va
                    "simplex": "has rows on the probability simplex"}
 
 
+SIGN_CHUNK = 1 << 24  # elements whose signs are drawn at once: a 6.4 GB input's whole mask, cast, took 2.6x its size
+
+
 def _signflip(v, gen, symmetric):
     if symmetric:
         return v * contract.symmetric_signs(v, gen)
-    signs = torch.randint(0, 2, v.shape, generator=gen, device=v.device, dtype=torch.int8)
-    return v * (signs * 2 - 1)
+    src = v.reshape(-1)
+    out = torch.empty_like(src)
+    for i in range(0, src.numel(), SIGN_CHUNK):
+        part = src[i:i + SIGN_CHUNK]
+        signs = torch.randint(0, 2, part.shape, generator=gen, device=v.device, dtype=torch.int8)
+        torch.mul(part, signs.mul_(2).sub_(1), out=out[i:i + SIGN_CHUNK])
+    return out.view(v.shape)
 
 
 def _scale8(v, gen, symmetric):
@@ -112,7 +120,8 @@ def _spike(v, gen, symmetric):
     at = contract.spike_position(flat, gen)
     if at is None:
         return v
-    peak = float(flat.abs().max())
+    low, high = torch.aminmax(flat)  # no |v| temporary of the input's size
+    peak = max(abs(float(low)), abs(float(high)))
     flat[at] = 8 * (peak if peak > 0 else 1.0)
     if symmetric:
         flat[contract.mirror(at, v.shape)] = flat[at]

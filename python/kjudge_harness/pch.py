@@ -39,9 +39,17 @@ def include_paths(with_cuda):
     return cpp_extension.include_paths(with_cuda)
 
 
+# torch's ninja writer works out nvcc's arch flags even though only the g++ flags are read here;
+# in the compile sandbox no GPU is visible, and without an arch list it fails (IndexError), so the
+# cuda variant of the header was never built on a GPU node
+FALLBACK_ARCH_LIST = "8.0"  # known to torch 1.13 through 2.11; its nvcc flags go unused
+
+
 def run(request, report):
     out_dir = request["pch_out"]
     with_cuda = bool(request.get("with_cuda"))
+    if with_cuda:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = request.get("arch_list") or FALLBACK_ARCH_LIST
     probe = os.path.join(out_dir, "probe")
     os.makedirs(probe, exist_ok=True)
     src = os.path.join(probe, "main.cpp")

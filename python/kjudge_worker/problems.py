@@ -140,6 +140,15 @@ class Cache:
                 self.entries.popitem(last=False)
             return key in self.entries
 
+    def evict(self, nbytes):
+        """Drops least-recently-used entries until `nbytes` are dropped (or none is left): the
+        cache gives way to a large set that needs the device. Returns the bytes dropped."""
+        dropped = 0
+        with self.lock:
+            while self.entries and dropped < nbytes:
+                dropped += self.entries.popitem(last=False)[1][1]
+        return dropped
+
     def used(self):
         with self.lock:
             return sum(b for _, b in self.entries.values())

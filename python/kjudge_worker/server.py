@@ -94,7 +94,8 @@ class Worker:
             self.cache.put(("problem", key), problem, problem.bytes)
         phases["reference_init"] = time.perf_counter() - t0
         job = Job(req, problem, self.cache, self.device, self.lock_path,
-                  Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device), self.peaks)
+                  Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device, self.cache),
+                  self.peaks)
         with self.heavy:
             try:
                 report = job.prepare()

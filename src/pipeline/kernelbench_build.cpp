@@ -86,6 +86,7 @@ fs::path make_pch(const Config& cfg, const fs::path& dir, bool with_cuda) {
   run.role = "pch";
   run.job_dir = work;
   run.request = {{"pch_out", "/job"}, {"with_cuda", with_cuda}};
+  if (with_cuda) run.request["arch_list"] = kernelbench_cuda_arch_list(cfg);  // torch's writer needs one
   run.wall_ms = 1'800'000;  // once per node; a loaded 2-core machine needs ~10 min for three variants
   run.file_size_bytes = 4ull << 30;
   const auto step = run_harness(cfg, run);
@@ -103,8 +104,16 @@ fs::path make_pch(const Config& cfg, const fs::path& dir, bool with_cuda) {
   log::warn("kernelbench.pch_failed", {{"stderr", tail(step.sandbox.stderr_data, 500)},
                                        {"error", step.report ? step.report->value("error", "") : "no report"}});
   fs::remove_all(work);
-  std::ofstream(dir.string() + ".failed") << "delete this file to retry\n";
+  std::ofstream(dir.string() + ".failed") << "tried again an hour after this file's time (or delete it)\n";
   return {};
+}
+
+// A failed header is tried again after an hour: a failure of a loaded node (disk, memory, time)
+// or of an older kjudge must not leave every later build without it for good.
+bool pch_failed_recently(const fs::path& dir) {
+  std::error_code ec;
+  const auto when = fs::last_write_time(dir.string() + ".failed", ec);
+  return !ec && fs::file_time_type::clock::now() - when < std::chrono::hours(1);
 }
 
 struct Pch {
@@ -123,7 +132,7 @@ Pch ensure_pch(const Config& cfg, bool with_cuda) {
   if (pch_ready(dir)) return {dir / "pch", 0};
   GpuLock lock(root / (variant + ".lock"));  // a plain flock: held while the header is built
   if (pch_ready(dir)) return {dir / "pch", lock.seconds_waited()};
-  if (fs::exists(dir.string() + ".failed")) return {{}, lock.seconds_waited()};
+  if (pch_failed_recently(dir)) return {{}, lock.seconds_waited()};
   return {make_pch(cfg, dir, with_cuda), lock.seconds_waited()};
 }
 

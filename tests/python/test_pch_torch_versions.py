@@ -58,3 +58,17 @@ def test_the_installed_torch_writes_a_ninja_file(tmp_path):
     pch.call_private(pch.cpp_extension._write_ninja_file_to_build_library, **dict(
         KNOWN, path=str(out), sources=[str(tmp_path / "main.cpp")], with_cuda=False))
     assert "cflags = " in out.read_text()
+
+
+def test_the_cuda_variant_is_made_where_no_gpu_is_visible(tmp_path):
+    # the compile sandbox shows no GPU: torch's writer needs an arch list to get past nvcc's flags
+    import os
+    import subprocess
+    code = ("import sys; sys.path.insert(0, %r); from kjudge_harness import pch; r = {}; "
+            "pch.run({'pch_out': %r, 'with_cuda': True, 'variants': []}, r); print(r['ok'], len(r['flags']))"
+            % (str(Path(__file__).resolve().parents[2] / "python"), str(tmp_path)))
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCH_CUDA_ARCH_LIST", "CUDA_VISIBLE_DEVICES")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ok, flags = out.stdout.split()
+    assert ok == "True" and int(flags) > 0

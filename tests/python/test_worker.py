@@ -228,6 +228,17 @@ def test_the_cache_never_keeps_an_entry_over_a_quarter_of_its_budget():
     assert cache.get("big") is None and cache.get("small") is not None
 
 
+def test_the_cache_gives_way_to_a_large_set_least_recently_used_first():
+    from kjudge_worker.problems import Cache
+    cache = Cache(100)
+    for key in ("a", "b", "c"):
+        cache.put(key, object(), 20)
+    cache.get("a")  # now the most recently used
+    assert cache.evict(30) == 40
+    assert cache.get("b") is None and cache.get("c") is None and cache.get("a") is not None
+    assert cache.evict(1000) == 20 and cache.used() == 0
+
+
 def test_a_candidate_that_dies_mid_request_is_not_a_protocol_violation(worker):
     # a crashed or timed-out candidate leaves its requests unanswered: the worker's replies fail,
     # which is not tampering (CHEAT is only for requests the harness never makes)

@@ -1,0 +1,77 @@
+"""The worker's per-output work on a large set stays within a bound set by its chunk, not by the
+set: on an H100 at KernelBench's 6.4 GB sets, full-size masks, float64 copies and a second making
+of the set ran the trusted worker out of device memory (bench/results/fidelity-20261126-h100, run
+16). Measured here on the CPU: the peak resident memory of a fresh process during the operation,
+for two sizes of the set."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = r"""
+import os, sys, threading, time, torch
+sys.path.insert(0, sys.argv[1])
+from kjudge_harness import inputs as kin
+from kjudge_worker import compare, job
+torch.set_num_threads(1)
+compare.CHUNK = kin.SIGN_CHUNK = 1 << 20
+TOL = {"atol": 1e-2, "rtol": 1e-2, "scale_aware": True, "nan_equal": True}
+
+
+def run(op, rows):
+    x = torch.randn(rows, 8192)
+    y = torch.relu(x)
+    y2 = y.clone()
+    desc = {"shape": list(y.shape), "dtype": "float32"}
+    return {"signflip": lambda: kin.transform([x], "signflip", 5),
+            "spike": lambda: kin.transform([x], "spike", 5),
+            "compare": lambda: compare.described(y, y2, desc, TOL),
+            "identical": lambda: compare.identical(y, y2),
+            "trivially_wrong": lambda: job.trivially_wrong(y),
+            "near_zero": lambda: job.near_zero(y, TOL)}[op]
+
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def watch(peak, stop):
+    while not stop.is_set():
+        peak[0] = max(peak[0], rss())
+        time.sleep(0.0002)
+
+
+run(sys.argv[2], 16)()  # libraries and thread pools loaded before the measurement
+op = run(sys.argv[2], int(sys.argv[3]))
+peak, stop = [0], threading.Event()
+base = rss()
+watcher = threading.Thread(target=watch, args=(peak, stop))
+watcher.start()
+result = op()  # kept: a variant's new tensor counts
+stop.set()
+watcher.join()
+print(max(peak[0], rss()) - base)
+"""
+
+# op -> how much its extra memory may grow with the input, in multiples of the input's growth: a
+# variant is one new tensor of the input's size; a check or a comparison allocates per chunk only
+BOUNDS = {"signflip": 1.2, "spike": 1.2, "compare": 0.3, "identical": 0.1, "trivially_wrong": 0.1,
+          "near_zero": 0.3}
+SMALL, LARGE = 2048, 8192  # rows of 8192 float32: 64 MB and 256 MB inputs, 16 and 64 chunks
+
+
+def extra_bytes(op, rows):
+    out = subprocess.run([sys.executable, "-c", PROBE, str(ROOT / "python"), op, str(rows)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("op", sorted(BOUNDS))
+def test_work_on_a_large_set_grows_with_its_chunk_not_with_the_set(op):
+    growth = (extra_bytes(op, LARGE) - extra_bytes(op, SMALL)) / ((LARGE - SMALL) * 8192 * 4)
+    assert growth <= BOUNDS[op], f"{op}'s extra memory grew {growth:.2f}x as fast as its input"
