@@ -103,6 +103,10 @@ void hide_caller(const ChildPlan& plan) {
     send_setup_error(status_fd, Step::Setuid, -1, errno);
     sys::exit(1);
   }
+  // A new identity clears the parent-death signal (prctl(2)): armed again, or a launcher that dies
+  // (kjudged exiting mid-job) leaves the sandbox running. A parent gone in between is the EOF of
+  // the second wait_parent below.
+  sys::prctl(PR_SET_PDEATHSIG, SIGKILL);
 
   if (!build_root(plan)) sys::exit(1);
   if (sys::sethostname(plan.hostname, plan.hostname_len) != 0) {

@@ -1,5 +1,8 @@
 // The kjudge-sandbox CLI: pass-through, report, exit status.
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -68,6 +71,27 @@ TEST_F(SandboxCli, SetupFailureExitStatus) {
   auto r = cli("-- /no/such/program");
   EXPECT_EQ(r.status, 125);
   EXPECT_NE(r.err.find("execve /no/such/program"), std::string::npos) << r.err;
+}
+
+// The sandbox dies with its launcher: a kjudged that exits mid-job (a drain timeout) left its
+// GPU worker and candidates running, holding 26 GB of an H100 (bench/results, run 16), because
+// taking the inside identity (setresuid) cleared the parent-death signal set before it.
+TEST_F(SandboxCli, DiesWithItsLauncher) {
+  TempDir job;
+  const std::string cmd = std::string(KJSANDBOX_CLI_PATH) + " --bind-rw " + job.path() +
+                          ":/out -- /bin/sh -c 'echo started > /out/started; sleep 2; echo alive > /out/late'";
+  const pid_t launcher = ::fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 100 && read_file(job.file("started")).empty(); ++i) ::usleep(50'000);
+  ASSERT_EQ(read_file(job.file("started")), "started\n");
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  ::sleep(3);
+  EXPECT_EQ(read_file(job.file("late")), "") << "the sandboxed command outlived its launcher";
 }
 
 }  // namespace
