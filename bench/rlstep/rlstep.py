@@ -1,0 +1,298 @@
+"""Issue 24's RL-step benchmark: one batch of never-seen candidates (bench/fidelity/variants.py:
+>= 128 distinct sources over the corpus's problems), each submitted once in strict mode with cold
+caches, judged three ways on one node; bench/rlstep/run drives the daemons.
+
+  a        kjudge alone: every job submitted at once to one judging kjudged (it builds and judges)
+  b-build  builds first: the same jobs submitted with only a build-only kjudged running; ends when
+           it has built every job (build.done in its log) or stalls
+  b-judge  then a judging kjudged that takes the builds from the store ([build] local_max = 0)
+  c        KernelBench's evaluator as its scripts do it: parallel builds (build_compile_cache, one
+           process per core), then eval_kernel_against_ref one candidate at a time
+  report   the table: per run makespan, candidates per hour per GPU, GPU busy share (nvidia-smi),
+           node CPU-seconds per candidate (/proc/stat over the run's window), verdicts
+
+Each step appends rows to OUT/rows.jsonl and its window (start, end, node CPU-s) to
+OUT/windows.jsonl; `report` reads both and smi.csv.
+
+Usage: rlstep.py STEP --manifest M --dataset D --out OUT [--redis URL] [--kb-src DIR] [--limit N]"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "bench", "fidelity"))
+from fidelity import UNSCORED, QueueJudge, summarize_result  # noqa: E402
+
+TENANT = "rlstep"
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def node_cpu_seconds():
+    """User + system + nice CPU time of the whole node (every process: daemons, sandboxes,
+    compilers, KernelBench's processes), in seconds."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()[1:]
+    user, nice, system = (int(x) for x in fields[:3])
+    return (user + nice + system) / os.sysconf("SC_CLK_TCK")
+
+
+class Window:
+    def __init__(self, out, step):
+        self.out, self.step = out, step
+
+    def __enter__(self):
+        self.t0, self.cpu0 = time.time(), node_cpu_seconds()
+        return self
+
+    def __exit__(self, *exc):
+        with open(os.path.join(self.out, "windows.jsonl"), "a") as f:
+            f.write(json.dumps({"step": self.step, "start": self.t0, "end": time.time(),
+                                "cpu_s": node_cpu_seconds() - self.cpu0}) + "\n")
+
+
+def add_row(out, row):
+    with open(os.path.join(out, "rows.jsonl"), "a") as f:
+        f.write(json.dumps(row, default=str) + "\n")
+
+
+def load(path):
+    if not os.path.exists(path):
+        return []
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def entries_of(a):
+    entries = json.load(open(a.manifest))
+    return entries[:a.limit] if a.limit else entries
+
+
+def candidate_path(a, e):
+    return e["candidate"] if os.path.isabs(e["candidate"]) else os.path.join(os.path.dirname(a.manifest), e["candidate"])
+
+
+def submit_all(a, judge, step):
+    jobs = {}
+    for e in entries_of(a):
+        jid = "rl-%s-%s" % (step.split("-")[0], uuid.uuid4().hex[:12])
+        judge.submit(jid, os.path.join(a.dataset, e["problem"]), candidate_path(a, e), "strict", "rl-" + step,
+                     e["problem"], {"candidate": e["candidate"], "step": step})
+        jobs[jid] = (e, time.time())
+    json.dump({j: e["candidate"] for j, (e, _) in jobs.items()}, open(os.path.join(a.out, "jobs-%s.json" % step), "w"))
+    log("%s: %d jobs submitted" % (step, len(jobs)))
+    return jobs
+
+
+def wait_all(a, judge, step, jobs):
+    deadline = time.monotonic() + a.timeout_s
+    while jobs and time.monotonic() < deadline:
+        for jid, r in judge.poll(list(jobs)).items():
+            e, t0 = jobs.pop(jid)
+            row = {"step": step, "candidate": e["candidate"], "problem": e["problem"], "job_id": jid,
+                   "done_at": time.time(), "wall_s": round(time.time() - t0, 2), **summarize_result(r),
+                   "phase_seconds": (r or {}).get("phaseSeconds", {})}
+            add_row(a.out, row)
+            log("%s %-60s %-12s %s" % (step, e["candidate"][-60:], row["verdict"], row.get("message", "")[:80]))
+    for jid, (e, _) in jobs.items():
+        judge.cancel(jid)
+        add_row(a.out, {"step": step, "candidate": e["candidate"], "problem": e["problem"], "job_id": jid,
+                        "verdict": "NO_RESULT", "message": "no result within %d s (cancelled)" % a.timeout_s})
+    if jobs:
+        log("%s: %d jobs without a result after %d s" % (step, len(jobs), a.timeout_s))
+
+
+def step_a(a):
+    judge = QueueJudge(a.redis, TENANT)
+    with Window(a.out, "a"):
+        wait_all(a, judge, "a", submit_all(a, judge, "a"))
+
+
+def step_b_build(a):
+    """Submits with only the build node up and waits until its log has a build.done per job, or
+    nothing new for --stall-s."""
+    judge = QueueJudge(a.redis, TENANT)
+    with Window(a.out, "b-build"):
+        jobs = submit_all(a, judge, "b")
+        last, seen = time.monotonic(), -1
+        while time.monotonic() - last < a.stall_s:
+            done = builds_done(a.build_log, set(jobs))
+            if done != seen:
+                seen, last = done, time.monotonic()
+                log("b-build: %d of %d built" % (done, len(jobs)))
+            if done >= len(jobs):
+                break
+            time.sleep(1)
+
+
+def builds_done(log_path, job_ids):
+    done = set()
+    for line in open(log_path, errors="replace") if os.path.exists(log_path) else []:
+        if '"build.done"' in line:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("job_id", rec.get("job")) in job_ids:
+                done.add(rec.get("job_id", rec.get("job")))
+    return len(done)
+
+
+def step_b_judge(a):
+    judge = QueueJudge(a.redis, TENANT)
+    jobs = {j: ({"candidate": c, "problem": next(e["problem"] for e in entries_of(a) if e["candidate"] == c)}, time.time())
+            for j, c in json.load(open(os.path.join(a.out, "jobs-b.json"))).items()}
+    with Window(a.out, "b-judge"):
+        wait_all(a, judge, "b", jobs)
+
+
+def step_c(a):
+    """KernelBench's evaluator: its parallel builds, then one candidate at a time (kb_eval.py)."""
+    kb_eval = os.path.join(REPO, "bench", "fidelity", "kb_eval.py")
+    entries = entries_of(a)
+    root = os.path.join(a.out, "kb_build")
+    pairs = [{"name": e["candidate"], "candidate": candidate_path(a, e),
+              "build_dir": os.path.join(root, e["candidate"].replace("/", "__").replace(".py", ""))} for e in entries]
+    json.dump(pairs, open(os.path.join(a.out, "kb_pairs.json"), "w"))
+    with Window(a.out, "c-build"):
+        subprocess.run([sys.executable, kb_eval, "--kb-src", a.kb_src, "--build", "--pairs",
+                        os.path.join(a.out, "kb_pairs.json"), "--processes", str(a.kb_processes)],
+                       stdout=open(os.path.join(a.out, "kb_builds.jsonl"), "a"), stderr=subprocess.STDOUT,
+                       timeout=a.timeout_s)
+    log("c: builds done")
+    with Window(a.out, "c-eval"):
+        for e, pair in zip(entries, pairs):
+            t0 = time.time()
+            p = subprocess.run([sys.executable, kb_eval, "--kb-src", a.kb_src, "--reference",
+                                os.path.join(a.dataset, e["problem"]), "--candidate", pair["candidate"],
+                                "--build-dir", pair["build_dir"]], capture_output=True, text=True, timeout=600)
+            lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
+            row = json.loads(lines[-1]) if lines else {"error": (p.stderr or "no output")[-300:]}
+            add_row(a.out, {"step": "c", "candidate": e["candidate"], "problem": e["problem"], "done_at": time.time(),
+                            "wall_s": round(time.time() - t0, 2),
+                            "verdict": kb_verdict(row), "speedup": row.get("speedup", 0.0), "kb": row})
+            log("c %-60s %-12s %.1f s" % (e["candidate"][-60:], kb_verdict(row), time.time() - t0))
+
+
+def kb_verdict(row):
+    if row.get("error"):
+        return "KB_ERROR"
+    if not row.get("compiled"):
+        return "COMPILE_ERROR"
+    return "OK" if row.get("correctness") else "INCORRECT"
+
+
+# ---------------------------------------------------------------- report
+
+def smi_rows(path):
+    """[(unix time, util %)] from nvidia-smi's csv (timestamp, utilization.gpu, memory.used)."""
+    out = []
+    for line in open(path) if os.path.exists(path) else []:
+        parts = [p.strip() for p in line.split(",")]
+        try:
+            t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
+            out.append((t.timestamp(), float(parts[1])))
+        except (ValueError, IndexError):
+            continue
+    return out
+
+
+def gpu_share(smi, start, end):
+    """(mean utilization %, share of samples with a kernel running) over [start, end]."""
+    xs = [u for t, u in smi if start <= t <= end]
+    if not xs:
+        return None, None
+    return statistics.mean(xs), sum(1 for u in xs if u > 0) / len(xs)
+
+
+def run_table(rows, windows, smi, gpus, submitted):
+    """One line per run: (name, the steps whose windows make its makespan, the step whose rows are
+    its verdicts). Every run submits the whole manifest (`submitted` candidates)."""
+    runs = [("a: kjudge alone", ["a"], "a"), ("b: builds supplied (build phase)", ["b-build"], None),
+            ("b: builds supplied (GPU phase)", ["b-judge"], "b"), ("b: builds supplied (total)", ["b-build", "b-judge"], "b"),
+            ("c: KernelBench (builds, then evaluation)", ["c-build", "c-eval"], "c")]
+    table = []
+    for name, steps, verdict_step in runs:
+        ws = [w for w in windows if w["step"] in steps]
+        if not ws:
+            continue
+        start, end = min(w["start"] for w in ws), max(w["end"] for w in ws)
+        span = sum(w["end"] - w["start"] for w in ws)
+        rs = [r for r in rows if r["step"] == verdict_step] if verdict_step else []
+        judged = [r for r in rs if r.get("verdict") not in UNSCORED and r.get("verdict") != "NO_RESULT"]
+        counts = {}
+        for r in rs:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        util, busy = gpu_share(smi, start, end)
+        table.append({"run": name, "makespan_s": span, "candidates": submitted, "judged": len(judged),
+                      "per_hour_per_gpu": (len(judged) / span * 3600 / gpus) if span and judged else None,
+                      "gpu_util_mean": util, "gpu_busy_share": busy,
+                      "cpu_s_per_candidate": (sum(w["cpu_s"] for w in ws) / submitted) if submitted else None,
+                      "verdicts": counts})
+    return table
+
+
+def fmt(x, f="%.1f"):
+    return "-" if x is None else f % x
+
+
+def step_report(a):
+    rows, windows = load(os.path.join(a.out, "rows.jsonl")), load(os.path.join(a.out, "windows.jsonl"))
+    smi = smi_rows(os.path.join(a.out, "smi.csv"))
+    table = run_table(rows, windows, smi, a.gpus, len(entries_of(a)))
+    build_cpu = [r["phase_seconds"].get("build.cpu_seconds") for r in rows if r["step"] == "a"
+                 and r.get("phase_seconds", {}).get("build.cpu_seconds")]
+    out = ["# RL-step benchmark (bench/rlstep)", "", "- date: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+           "- candidates: %d distinct sources (manifest %s)" % (len(entries_of(a)), os.path.basename(a.manifest)),
+           "- GPUs: %d" % a.gpus, "",
+           "| run | makespan s | judged / submitted | candidates / h / GPU | GPU util mean % | GPU busy share | node CPU-s / candidate | verdicts |",
+           "|---|---|---|---|---|---|---|---|"]
+    for t in table:
+        out.append("| %s | %s | %d / %d | %s | %s | %s | %s | %s |" % (
+            t["run"], fmt(t["makespan_s"]), t["judged"], t["candidates"], fmt(t["per_hour_per_gpu"], "%.0f"),
+            fmt(t["gpu_util_mean"]), fmt(t["gpu_busy_share"], "%.2f"), fmt(t["cpu_s_per_candidate"]), t["verdicts"]))
+    if build_cpu:
+        out += ["", "Run a, kjudge's own build CPU-s per candidate under load (`phase_seconds[\"build.cpu_seconds\"]`, "
+                "the build sandbox's tree): median %.1f, p90 %.1f over %d builds." % (
+                    statistics.median(build_cpu), sorted(build_cpu)[int(0.9 * (len(build_cpu) - 1))], len(build_cpu))]
+    by = {t["run"][0]: t for t in table}
+    if "a" in by and "c" in by and by["c"]["makespan_s"]:
+        out += ["", "Makespan a / c = %.2f (target <= 0.33)." % (by["a"]["makespan_s"] / by["c"]["makespan_s"])]
+    md = "\n".join(out) + "\n"
+    open(os.path.join(a.out, "table.md"), "w").write(md)
+    json.dump({"runs": table}, open(os.path.join(a.out, "results.json"), "w"), indent=1)
+    print(md)
+
+
+STEPS = {"a": step_a, "b-build": step_b_build, "b-judge": step_b_judge, "c": step_c, "report": step_report}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("step", choices=sorted(STEPS))
+    ap.add_argument("--manifest", required=True, help="variants.py's manifest.json")
+    ap.add_argument("--dataset", required=True, help="KernelBench's problems (level1/ ...)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--redis", default="unix:///tmp/kjrl/redis.sock")
+    ap.add_argument("--build-log", default="", help="b-build: the build node's log (its build.done events)")
+    ap.add_argument("--kb-src", default="", help="c: KernelBench's src dir")
+    ap.add_argument("--kb-processes", type=int, default=os.cpu_count() or 8)
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--timeout-s", type=int, default=3600)
+    ap.add_argument("--stall-s", type=int, default=180)
+    ap.add_argument("--gpus", type=int, default=1)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    STEPS[a.step](a)
+
+
+if __name__ == "__main__":
+    main()
