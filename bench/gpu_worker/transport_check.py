@@ -46,7 +46,7 @@ def candidate(path, case):
             lib = ctypes.CDLL("libcuda.so.1")
             base, size = ctypes.c_ulonglong(), ctypes.c_size_t()
             lib.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_ulonglong(x.data_ptr()))
-            from kjudge_worker.transport import _Access, PROT_READWRITE
+            from kjudge_protocol.transport import _Access, PROT_READWRITE
             acc = _Access()
             acc.location.type, acc.location.id, acc.flags = 1, 0, PROT_READWRITE
             got["set_access"] = lib.cuMemSetAccess(base, size, ctypes.byref(acc), ctypes.c_size_t(1))

@@ -5,7 +5,7 @@ import json
 import os
 
 from . import diagnosis, extensions, phases, static_policy
-from .module_loader import load_module
+from kjudge_protocol.module_loader import load_module
 
 
 def run(request, report):

@@ -10,13 +10,13 @@ import threading
 
 import torch
 
-from . import extensions, guards, numerics, phases, protocol, timing, trace
+from . import extensions, guards, phases, protocol, trace
 from .channel import Channel
-from . import inputs as kin
-from .module_loader import load_module
 from .late_writes import LateWrites
 from .snapshot import TensorSnapshot
-from kjudge_worker import transport
+from kjudge_protocol import inputs as kin
+from kjudge_protocol import numerics, timing, transport
+from kjudge_protocol.module_loader import load_module
 
 POISON_DOUBLE_BELOW = 256 << 20  # outputs this large get a poisoned block of their own size only
 
@@ -73,7 +73,7 @@ def run(request, report):
     ready.mark(b"D")  # the device is set up and no candidate code has loaded (kDeviceReadyMark)
     ready.close()
     phases.mark("device_init")
-    dtype = protocol.PRECISIONS[request.get("precision", "fp32")]
+    dtype = kin.PRECISIONS[request.get("precision", "fp32")]
     compat = request.get("mode") == "compat"
     numerics.apply(compat)  # torch's own ops compute as the reference's do (numerics.py)
     oracle = request["oracle"]  # the oracle's report, minus nothing secret: shapes and sizes only

@@ -4,7 +4,7 @@ copy-on-write), outputs go out the same way. Nothing comes back but "received"."
 import os
 import socket
 
-from kjudge_worker import transport, wire
+from kjudge_protocol import transport, wire
 
 
 class ChannelError(RuntimeError):

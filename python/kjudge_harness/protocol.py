@@ -3,11 +3,8 @@ go between the candidate and the trusted worker over the job channel: channel.py
 decides a verdict."""
 import json
 import os
-import traceback
 
-import torch
-
-PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+from kjudge_protocol.wire import error_text  # noqa: F401 -- the report's error field, as the worker's
 
 
 def read_request(path):
@@ -21,7 +18,3 @@ def write_report(path, report):
         json.dump(report, f)
     os.replace(tmp, path)
 
-
-def error_text(exc, limit=4000):
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return text[-limit:]

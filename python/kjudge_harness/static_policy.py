@@ -390,7 +390,7 @@ def detector(rule_id):
 def _harness_access(c):
     # The harness shares the candidate's process; naming it is the first step of tampering
     # with it. KJUDGE_* environment settings count too.
-    hits = [(line, f"references {q}") for line, q in c.refs_under(("kjudge", "kjudge_harness"))]
+    hits = [(line, f"references {q}") for line, q in c.refs if _canon(q).split(".")[0].lower().startswith("kjudge")]
     hits += [(line, f"relative import {m!r} (a candidate is a single file)") for line, m in c.relative_imports]
     hits += [(line, f"string mentions {s!r}") for line, s in c.strings_matching(r"(?i)\bkjudge\w*")]
     return hits

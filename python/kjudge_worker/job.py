@@ -10,11 +10,11 @@ import time
 
 import torch
 
-from kjudge_harness import inputs as kin
-from kjudge_harness import numerics, timing
-from kjudge_harness.input_contract import sample
+from kjudge_protocol import inputs as kin
+from kjudge_protocol import numerics, timing, transport, wire
+from kjudge_protocol.input_contract import sample
 
-from . import compare, roofline, transport, wire
+from . import compare, roofline
 from .gpu_lock import GpuLock
 from .meaning import Meaning
 from .problems import finite, nbytes

@@ -4,7 +4,7 @@ zero, an input that is never read), lets any constant pass. Either is the job's 
 (INVALID_JOB), never a free OK."""
 import torch
 
-from kjudge_harness.input_contract import sample
+from kjudge_protocol.input_contract import sample
 
 
 def fingerprint(values):

@@ -12,9 +12,9 @@ import threading
 
 import torch
 
-from kjudge_harness import inputs as kin
-from kjudge_harness import numerics, protocol
-from kjudge_harness.module_loader import load_module
+from kjudge_protocol import inputs as kin
+from kjudge_protocol import numerics
+from kjudge_protocol.module_loader import load_module
 
 
 def json_value(v):
@@ -54,7 +54,7 @@ def finite(t):
 class Problem:
     def __init__(self, key, path, overrides, precision, mode, weight_seed, device):
         self.key, self.device = key, device
-        self.dtype = protocol.PRECISIONS[precision]
+        self.dtype = kin.PRECISIONS[precision]
         self.compat = mode == "compat"
         self.module = load_module(path, f"reference_{key[:12]}", overrides)
         self.init_inputs = json_value(list(self.module.get_init_inputs()))

@@ -11,9 +11,9 @@ import time
 
 import torch
 
-from kjudge_harness import node_identity, numerics
+from kjudge_protocol import node_identity, numerics, transport, wire
 
-from . import problems, roofline, transport
+from . import problems, roofline
 from .job import Heavy, Job, JobError
 
 
@@ -136,8 +136,7 @@ class Worker:
                 torch.cuda.empty_cache()
                 reply = {"ok": False, "error": str(exc)[:2000], "fault": "resources"}
             except Exception as exc:  # noqa: BLE001 - the reference's errors go back to the daemon
-                from kjudge_harness import protocol
-                reply = {"ok": False, "error": protocol.error_text(exc), "error_type": type(exc).__name__,
+                reply = {"ok": False, "error": wire.error_text(exc), "error_type": type(exc).__name__,
                          "fault": "reference"}
             try:
                 f.write(json.dumps(reply).encode() + b"\n")

@@ -1,5 +1,5 @@
 // The timed loops on the daemon's clock: a loop is S, then per call B (inputs ready, device idle)
-// and T (the call's work done), then E (python/kjudge_harness/timing.py). The kernel stamps each
+// and T (the call's work done), then E (python/kjudge_protocol/timing.py). The kernel stamps each
 // mark when it is sent, so T - B is the trusted side's own figure for each call.
 #pragma once
 

@@ -42,12 +42,15 @@ fs::path torch_init(const fs::path& python) {
   return out;
 }
 
+// The build role's code: the harness and the shared package it imports (module loading).
 void hash_harness(Sha256& h, const fs::path& harness_dir) {
   std::vector<fs::path> files;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(harness_dir / "kjudge_harness", ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->path().extension() == ".py") files.push_back(it->path());
+  for (const char* package : {"kjudge_harness", "kjudge_protocol"}) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(harness_dir / package, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->path().extension() == ".py") files.push_back(it->path());
+  }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) h.field(f.lexically_relative(harness_dir).string()).field(file_text(f));
 }

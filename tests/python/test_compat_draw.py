@@ -54,7 +54,7 @@ def test_draws_in_threads_are_each_seeds_own_values():
     import threading
     import time
 
-    from kjudge_harness import inputs as kin
+    from kjudge_protocol import inputs as kin
 
     def get_inputs():  # yields the interpreter between its two draws, as a real get_inputs() may
         a = torch.randn(16)

@@ -1,9 +1,9 @@
-"""The input contract (python/kjudge_harness/input_contract.py): derived sets and per-call
+"""The input contract (python/kjudge_protocol/input_contract.py): derived sets and per-call
 perturbations keep what a problem's inputs structurally are, and still change everything else."""
 import torch
 
-from kjudge_harness import input_contract as contract
-from kjudge_harness import inputs as kin
+from kjudge_protocol import input_contract as contract
+from kjudge_protocol import inputs as kin
 
 
 def upper(n=32):

@@ -3,7 +3,7 @@
 (trivially_wrong in python/kjudge_worker/job.py)."""
 import torch
 
-from kjudge_harness import numerics
+from kjudge_protocol import numerics
 from kjudge_worker.job import near_zero, trivially_wrong
 from kjudge_worker.meaning import Meaning
 

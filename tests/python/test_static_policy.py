@@ -316,6 +316,8 @@ def test_frame_introspection(body):
 
 @pytest.mark.parametrize("body", [
     "import kjudge_harness.timing as t",
+    "import kjudge_protocol.timing as t",
+    "from kjudge_worker import job",
     "from kjudge import client",
     "import os\nseed = os.environ.get('KJUDGE_SEED')",
 ])

@@ -242,7 +242,7 @@ def test_the_cache_gives_way_to_a_large_set_least_recently_used_first():
 def test_a_candidate_that_dies_mid_request_is_not_a_protocol_violation(worker):
     # a crashed or timed-out candidate leaves its requests unanswered: the worker's replies fail,
     # which is not tampering (CHEAT is only for requests the harness never makes)
-    from kjudge_worker import wire
+    from kjudge_protocol import wire
     assert prepare(worker)["ok"]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(os.path.join(worker, "chan/j1/sock"))

@@ -10,6 +10,8 @@ import torch
 
 from . import input_contract as contract
 
+PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}  # the task's dtype by name
+
 _nonzero, _equal = torch.nonzero, torch.equal  # bound before candidate code runs
 
 MASK64 = (1 << 64) - 1

@@ -2,6 +2,7 @@
 message, file descriptors attached with SCM_RIGHTS. Shared by both ends."""
 import json
 import socket
+import traceback
 
 MAX_MESSAGE = 1 << 20
 MAX_FDS = 64
@@ -39,3 +40,9 @@ def _close(fd):
         os.close(fd)
     except OSError:
         pass
+
+
+def error_text(exc, limit=4000):
+    """An exception with its traceback, the last `limit` characters: how either side reports its own
+    failure to kjudged."""
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-limit:]
