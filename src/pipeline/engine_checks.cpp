@@ -120,6 +120,31 @@ double sum(const google::protobuf::RepeatedField<double>& v) {
 }
 }  // namespace
 
+std::optional<Decision> check_daemon_clock(const ClockCheck& c, v1::Result& r) {
+  auto* perf = r.mutable_performance();
+  perf->set_inprocess_sum_ms(c.inprocess_sum_ms);
+  if (!c.span_ms) {
+    add_flag(r, "clock_marks_inconsistent");
+    return Decision{v1::SUSPICIOUS, "the timed loop's marks on the daemon's clock are missing or forged"};
+  }
+  perf->set_outside_wall_ms(*c.span_ms);
+  if (c.outside_bound_ms) {
+    perf->set_outside_bound_ms(*c.outside_bound_ms);
+    if (*c.span_ms > *c.outside_bound_ms) {
+      add_flag(r, "outside_clock_disagrees");
+      return Decision{v1::SUSPICIOUS, fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the kernel's "
+                                                  "process reported {:.2f} ms of calls (+ harness overhead): time "
+                                                  "is being spent outside the measured region",
+                                                  *c.span_ms, c.inprocess_sum_ms)};
+    }
+  }
+  if (c.inprocess_sum_ms > *c.span_ms * c.forged_factor + c.forged_slack_ms) {
+    add_flag(r, "inprocess_exceeds_outside");
+    return Decision{v1::SUSPICIOUS, "the reported call times exceed the daemon's own clock (forged report?)"};
+  }
+  return std::nullopt;
+}
+
 double harness_overhead_per_call(const v1::RunnerReport& report, const std::vector<ClockMark>& marks) {
   const auto span = loop_span_ms(report, marks);
   if (!span || report.trial_ms_size() == 0) return 0;
@@ -238,29 +263,11 @@ std::optional<Decision> check_integrity(const EngineFacts& f, v1::Result& r) {
   r.mutable_performance()->set_audits(audits);
 
   // 6. The daemon's clock over the loop against the in-process figures and the clean overhead.
-  auto* perf = r.mutable_performance();
   const double in_sum = sum(rep.trial_ms());
-  perf->set_inprocess_sum_ms(in_sum);
-  const auto span = loop_span_ms(rep, *f.marks);
-  if (!span) {
-    add_flag(r, "clock_marks_inconsistent");
-    return Decision{v1::SUSPICIOUS, "the timed loop's marks on the daemon's clock are missing or forged"};
-  }
-  perf->set_outside_wall_ms(*span);
-  const double overhead = f.baseline->outside_wall_ms();
-  const double bound = (in_sum + n * overhead) * 1.5 + 5.0 + 0.05 * n;
-  perf->set_outside_bound_ms(bound);
-  if (*span > bound) {
-    add_flag(r, "outside_clock_disagrees");
-    return Decision{v1::SUSPICIOUS, fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the kernel's "
-                                                "process reported {:.2f} ms of calls (+ harness overhead): time "
-                                                "is being spent outside the measured region",
-                                                *span, in_sum)};
-  }
-  if (in_sum > *span * 1.05 + 1.0) {
-    add_flag(r, "inprocess_exceeds_outside");
-    return Decision{v1::SUSPICIOUS, "the reported call times exceed the daemon's own clock (forged report?)"};
-  }
+  ClockCheck clock{loop_span_ms(rep, *f.marks), in_sum, std::nullopt, 1.05, 1.0};
+  clock.outside_bound_ms = (in_sum + n * f.baseline->outside_wall_ms()) * 1.5 + 5.0 + 0.05 * n;
+  if (auto d = check_daemon_clock(clock, r)) return d;
+  auto* perf = r.mutable_performance();
 
   // 7. Device work outside the events (private streams): host wall launch..device-wide sync against
   // the event time.

@@ -24,6 +24,21 @@ namespace kj {
 // class, the median of timings (0 when empty).
 void add_flag(kjudge::v1::Result& r, const std::string& flag);
 Decision cheat(kjudge::v1::Result& r, kjudge::v1::CheatClass c, std::string message);
+
+// The daemon's own clock over a timed loop against the call times the candidate's process
+// reported, for both pipelines. span_ms: the loop on the daemon's clock (nullopt: its marks are
+// missing or forged, SUSPICIOUS). outside_bound_ms: the most the loop may take on that clock
+// (time spent outside the measured region past it is SUSPICIOUS; nullopt: not checked). A report
+// above forged_factor x span + forged_slack_ms claims more time than passed: SUSPICIOUS (forged).
+// Sets the performance fields it compares.
+struct ClockCheck {
+  std::optional<double> span_ms;
+  double inprocess_sum_ms = 0;
+  std::optional<double> outside_bound_ms;
+  double forged_factor = 1.05;
+  double forged_slack_ms = 1.0;
+};
+std::optional<Decision> check_daemon_clock(const ClockCheck& check, kjudge::v1::Result& r);
 double median(std::vector<double> v);
 
 // set index -> arg index -> digest64 of the bytes the daemon wrote.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -31,6 +32,7 @@
 #include "pipeline/sha256.h"
 #include "pipeline/stats.h"
 #include "pipeline/workspace.h"
+#include "runner/engine_math.h"
 #include "worker/device_budget.h"
 #include "worker/worker_job.h"
 #include "worker/worker_pool.h"
@@ -93,6 +95,9 @@ void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, con
                              bool compat, const json& roofline) {
   *perf.mutable_candidate() = stats_of(cand_timing);
   perf.set_stop_reason(cand_timing.value("stop_reason", ""));
+  // the loop's own precision, as native jobs report it (it was 0 for every KernelBench job)
+  if (const double ci = kjudge::median_rel_ci(cand_timing.value("trial_ms", std::vector<double>{})); std::isfinite(ci))
+    perf.set_median_rel_ci(ci);
   set_roofline(perf, roofline);
   const bool adjacent = seen.contains("adjacent_baseline");
   if (!adjacent && !baseline.contains("baseline")) return;
