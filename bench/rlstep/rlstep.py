@@ -111,7 +111,7 @@ def wait_all(a, judge, step, jobs):
 
 
 def step_a(a):
-    judge = QueueJudge(a.redis, TENANT)
+    judge = QueueJudge(a.redis, TENANT, a.kjudge)
     with Window(a.out, "a"):
         wait_all(a, judge, "a", submit_all(a, judge, "a"))
 
@@ -119,7 +119,7 @@ def step_a(a):
 def step_b_build(a):
     """Submits with only the build node up and waits until its log has a build.done per job, or
     nothing new for --stall-s."""
-    judge = QueueJudge(a.redis, TENANT)
+    judge = QueueJudge(a.redis, TENANT, a.kjudge)
     with Window(a.out, "b-build"):
         jobs = submit_all(a, judge, "b")
         last, seen = time.monotonic(), -1
@@ -147,7 +147,7 @@ def builds_done(log_path, job_ids):
 
 
 def step_b_judge(a):
-    judge = QueueJudge(a.redis, TENANT)
+    judge = QueueJudge(a.redis, TENANT, a.kjudge)
     jobs = {j: ({"candidate": c, "problem": next(e["problem"] for e in entries_of(a) if e["candidate"] == c)}, time.time())
             for j, c in json.load(open(os.path.join(a.out, "jobs-b.json"))).items()}
     with Window(a.out, "b-judge"):
@@ -227,7 +227,7 @@ def run_table(rows, windows, smi, gpus, submitted):
         start, end = min(w["start"] for w in ws), max(w["end"] for w in ws)
         span = sum(w["end"] - w["start"] for w in ws)
         rs = [r for r in rows if r["step"] == verdict_step] if verdict_step else []
-        judged = [r for r in rs if r.get("verdict") not in UNSCORED and r.get("verdict") != "NO_RESULT"]
+        judged = [r for r in rs if r.get("verdict") not in UNSCORED | {"KB_ERROR"}]  # KB_ERROR: its evaluator's own failure
         counts = {}
         for r in rs:
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -282,6 +282,7 @@ def main():
     ap.add_argument("--dataset", required=True, help="KernelBench's problems (level1/ ...)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--redis", default="unix:///tmp/kjrl/redis.sock")
+    ap.add_argument("--kjudge", default=None, help="the kjudge CLI, used when kjudge's Python client does not import")
     ap.add_argument("--build-log", default="", help="b-build: the build node's log (its build.done events)")
     ap.add_argument("--kb-src", default="", help="c: KernelBench's src dir")
     ap.add_argument("--kb-processes", type=int, default=os.cpu_count() or 8)

@@ -513,6 +513,14 @@ bool kernelbench_build_needs_cuda_arch(const v1::Job& job) {
 
 KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in,
                                    v1::Result& r) {
+  if (backend_needs_cuda_arch(in.backend) && build_arch(cfg, in.backend).empty()) {
+    // torch's extension build fails without an arch list where it sees no GPU (IndexError): the
+    // node's gap, never the candidate's COMPILE_ERROR
+    KernelBenchBuild out;
+    out.failure = Decision{v1::INFRA_ERROR, "this node has no CUDA architecture for cuda builds (no GPU answered "
+                                            "nvidia-smi and [kernelbench] cuda_arch_list is not set)"};
+    return out;
+  }
   const fs::path ext_cache = kernelbench_ext_cache_dir(job, cfg);
   const BuildMemo memo = build_memo(job, cfg, in.backend);
   for (;;) {

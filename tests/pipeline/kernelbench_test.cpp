@@ -344,6 +344,24 @@ TEST(KernelBenchBuild, ExtensionCacheFolderPerTenantAndCandidateSource) {
   EXPECT_TRUE(std::filesystem::is_directory(dir_a));
 }
 
+// A cuda build on a node that knows no CUDA architecture (no GPU, no cuda_arch_list) failed in
+// torch's extension builder and was the candidate's COMPILE_ERROR (rehearsal of bench/rlstep).
+TEST(KernelBenchBuild, NoCudaArchitectureIsTheNodesFaultNotACompileError) {
+  kj::Config cfg;
+  cfg.kernelbench.cache_dir = std::filesystem::path(::testing::TempDir()) / "kb-no-arch";
+  if (!kj::kernelbench_cuda_arch_list(cfg).empty()) GTEST_SKIP() << "a GPU answered nvidia-smi on this host";
+  v1::Job job;
+  job.set_tenant("t");
+  job.mutable_kernelbench()->set_model_new_py("class ModelNew: pass\n");
+  kj::KernelBenchBuildInput in;
+  in.backend = "cuda";
+  v1::Result r;
+  const auto out = kj::build_kernelbench(job, cfg, in, r);
+  ASSERT_TRUE(out.failure.has_value());
+  EXPECT_EQ(out.failure->verdict, v1::INFRA_ERROR);
+  EXPECT_NE(out.failure->message.find("cuda_arch_list"), std::string::npos) << out.failure->message;
+}
+
 TEST(KernelBenchValidate, TaskFields) {
   kj::LimitsConfig limits;
   v1::Job job;
