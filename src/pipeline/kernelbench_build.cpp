@@ -48,12 +48,17 @@ void add_phases(v1::Result& r, const std::string& role, const nlohmann::json& re
     if (v.is_number()) (*r.mutable_phase_seconds())[role + "." + name] = v.get<double>();
 }
 
-fs::path kernelbench_ext_cache_dir(const v1::Job& job, const Config& cfg) {
-  const auto& task = job.kernelbench();
+CandidateSource candidate_source(const v1::KernelBenchTask& task) {
   const bool completion = task.candidate_case() == v1::KernelBenchTask::kCompletion;
+  return {completion, completion ? task.completion() : task.model_new_py(),
+          completion ? "completion.md" : "candidate.py"};
+}
+
+fs::path kernelbench_ext_cache_dir(const v1::Job& job, const Config& cfg) {
+  const CandidateSource src = candidate_source(job.kernelbench());
   Sha256 h;
-  h.field(job.tenant()).field(completion ? "completion" : "candidate");
-  h.field(completion ? task.completion() : task.model_new_py());
+  h.field(job.tenant()).field(src.completion ? "completion" : "candidate");
+  h.field(src.text);
   return private_dir(private_dir(kernelbench_cache_root(cfg) / "torch-ext") / h.hex().substr(0, 32));
 }
 
@@ -243,12 +248,12 @@ std::string build_arch(const Config& cfg, const std::string& backend) {
 
 BuildMemo build_memo(const v1::Job& job, const Config& cfg, const std::string& backend) {
   const auto& task = job.kernelbench();
-  const bool completion = task.candidate_case() == v1::KernelBenchTask::kCompletion;
+  const CandidateSource src = candidate_source(task);
   json policy_overrides = json::object(), size_overrides = json::object();
   for (const auto& [k, v] : job.options().policy_overrides()) policy_overrides[k] = v;
   for (const auto& [k, v] : task.size_overrides()) size_overrides[k] = v;
   return BuildMemo(private_dir(kernelbench_cache_root(cfg) / "kb-build"),
-                   {job.tenant(), completion ? task.completion() : task.model_new_py(), completion, task.reference_py(),
+                   {job.tenant(), src.text, src.completion, task.reference_py(),
                     size_overrides, policy_overrides, backend, build_arch(cfg, backend),
                     cfg.kernelbench.python.string(), cfg.kernelbench.harness_dir.string()});
 }

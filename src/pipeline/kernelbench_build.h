@@ -59,6 +59,15 @@ struct KernelBenchBuild {
 // "cuda", "triton", "cpu", "hip", "musa".
 const char* kernelbench_backend_name(kjudge::v1::Backend b);
 
+// The candidate as submitted, decided once for the build, the prebuild and the cache keys: an
+// LLM's raw completion (the harness extracts the code from completion.md) or a ModelNew file.
+struct CandidateSource {
+  bool completion = false;
+  const std::string& text;
+  const char* file_name;  // in the build party dir: "completion.md" or "candidate.py"
+};
+CandidateSource candidate_source(const kjudge::v1::KernelBenchTask& task);
+
 // TORCH_CUDA_ARCH_LIST of this node's CUDA builds: the config's, else its GPU's compute capability
 // (nvidia-smi, asked once); empty with neither. One architecture: the harness builds that gencode
 // only. Judging nodes publish it in their heartbeat; build nodes without a GPU adopt it.

@@ -142,9 +142,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     r.set_status(d.verdict);
     r.set_message(d.message);
   };
-  const bool completion = task.candidate_case() == v1::KernelBenchTask::kCompletion;
-  ws.write_file(build_dir / (completion ? "completion.md" : "candidate.py"),
-                completion ? task.completion() : task.model_new_py());
+  const CandidateSource src = candidate_source(task);
+  ws.write_file(build_dir / src.file_name, src.text);
   ws.write_file(build_dir / "reference.py", task.reference_py());
   json overrides = json::object();
   for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
@@ -152,7 +151,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // 1-2. Static policy and build (compile sandbox, no GPU).
   clock.start(v1::STAGE_BUILD);
   const KernelBenchBuild built = build_kernelbench(
-      job, cfg, {backend, build_dir, completion, overrides, compile_ms, output_bytes, ctx.builds}, r);
+      job, cfg, {backend, build_dir, src.completion, overrides, compile_ms, output_bytes, ctx.builds}, r);
   if (built.failure) {
     detail = built.detail;
     return fail(*built.failure);

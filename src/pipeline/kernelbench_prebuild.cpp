@@ -12,12 +12,11 @@ using nlohmann::json;
 PrebuildOutcome prebuild_kernelbench(const v1::Job& job, const Config& cfg, BuildStore& store) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto& task = job.kernelbench();
-  const bool completion = task.candidate_case() == v1::KernelBenchTask::kCompletion;
+  const CandidateSource src = candidate_source(task);
   Workspace ws(cfg.state_dir, job.job_id(), sandbox_host_uid(cfg.sandbox.host_uid),
                sandbox_host_gid(cfg.sandbox.host_gid), cfg.keep_job_dirs);
   const auto build_dir = ws.make_party_dir("build");
-  ws.write_file(build_dir / (completion ? "completion.md" : "candidate.py"),
-                completion ? task.completion() : task.model_new_py());
+  ws.write_file(build_dir / src.file_name, src.text);
   ws.write_file(build_dir / "reference.py", task.reference_py());
   json overrides = json::object();
   for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
@@ -26,7 +25,7 @@ PrebuildOutcome prebuild_kernelbench(const v1::Job& job, const Config& cfg, Buil
   v1::Result r;
   const KernelBenchBuild built =
       build_kernelbench(job, cfg,
-                        {kernelbench_backend_name(task.backend()), build_dir, completion, overrides, compile_ms,
+                        {kernelbench_backend_name(task.backend()), build_dir, src.completion, overrides, compile_ms,
                          cfg.limits.output_bytes, &store, /*leased=*/true},
                         r);
   PrebuildOutcome out;
