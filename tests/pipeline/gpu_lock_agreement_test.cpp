@@ -88,11 +88,11 @@ TEST_F(GpuLockAgreement, TheWorkersSharedLockWaitsForTheDaemonsExclusiveHolder) 
   {
     kj::GpuLock held(lock_);
     py = python_lock(lock_, true, 0.0, dir_ / "ready", dir_ / "waited");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     EXPECT_FALSE(fs::exists(dir_ / "ready")) << "the worker took its shared lock during the daemon's timed loop";
   }
   ASSERT_TRUE(wait_for_file(dir_ / "ready", 30));
-  EXPECT_GT(read_double(dir_ / "waited"), 0.5);
+  EXPECT_GT(read_double(dir_ / "waited"), 0.2);  // the rest of the hold after python's start-up
   int status = 0;
   ::waitpid(py, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -101,7 +101,7 @@ TEST_F(GpuLockAgreement, TheWorkersSharedLockWaitsForTheDaemonsExclusiveHolder) 
 // The turnstile: an exclusive request that waits behind shared holders holds the turnstile, so a
 // shared request arriving after it waits too (the timed loop is not starved by a stream of them).
 TEST_F(GpuLockAgreement, ASharedRequestQueuesBehindAWaitingExclusiveOne) {
-  const pid_t first = python_lock(lock_, true, 1.5, dir_ / "ready1", dir_ / "waited1");
+  const pid_t first = python_lock(lock_, true, 2.0, dir_ / "ready1", dir_ / "waited1");
   ASSERT_TRUE(wait_for_file(dir_ / "ready1", 30));
   pid_t second = -1;
   std::thread exclusive([&] { kj::GpuLock held(lock_); std::this_thread::sleep_for(std::chrono::milliseconds(800)); });
@@ -109,8 +109,10 @@ TEST_F(GpuLockAgreement, ASharedRequestQueuesBehindAWaitingExclusiveOne) {
   second = python_lock(lock_, true, 0.0, dir_ / "ready2", dir_ / "waited2");
   exclusive.join();
   ASSERT_TRUE(wait_for_file(dir_ / "ready2", 30));
-  // the second shared holder waited for the first holder's 1.5 s and the daemon's 0.8 s hold
-  EXPECT_GT(read_double(dir_ / "waited2"), 1.5) << "a shared request overtook the waiting exclusive one";
+  // the second shared holder waited at least for the daemon's 0.8 s hold (without the turnstile it
+  // joins the first holder at once: ~0 s); the first holder's share of its wait depends on how
+  // long python took to start on a loaded machine
+  EXPECT_GT(read_double(dir_ / "waited2"), 0.6) << "a shared request overtook the waiting exclusive one";
   for (pid_t p : {first, second}) {
     int status = 0;
     ::waitpid(p, &status, 0);
