@@ -148,8 +148,8 @@ def builds_done(log_path, job_ids):
 
 def step_b_judge(a):
     judge = QueueJudge(a.redis, TENANT, a.kjudge)
-    jobs = {j: ({"candidate": c, "problem": next(e["problem"] for e in entries_of(a) if e["candidate"] == c)}, time.time())
-            for j, c in json.load(open(os.path.join(a.out, "jobs-b.json"))).items()}
+    by_candidate = {e["candidate"]: e for e in entries_of(a)}
+    jobs = {j: (by_candidate[c], time.time()) for j, c in json.load(open(os.path.join(a.out, "jobs-b.json"))).items()}
     with Window(a.out, "b-judge"):
         wait_all(a, judge, "b", jobs)
 

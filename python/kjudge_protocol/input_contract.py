@@ -25,12 +25,22 @@ def sample(flat, size=DISCRETE_SAMPLE):
     return flat[::flat.numel() // size][:size]
 
 
+CHUNK = 1 << 24  # elements per pass of a whole-tensor test or variant: no temporary of a 6 GB input's size
+
+
+def every(flat, test):
+    """test(part) holds for every element of a flat tensor: a strided sample first (it settles
+    most tensors without a pass over a 6 GB input), then chunk by chunk, never a mask of the
+    whole tensor."""
+    if not bool(test(sample(flat)).all()):
+        return False
+    return all(bool(test(flat[i:i + CHUNK]).all()) for i in range(0, flat.numel(), CHUNK))
+
+
 def is_constant(v):
     flat = v.reshape(-1)
-    part = sample(flat)  # a non-constant sample settles it without a pass over a 6 GB input
-    if not bool((part == flat[0]).all()) and not bool(torch.isnan(part).all()):
-        return False
-    return bool((flat == flat[0]).all()) or bool(torch.isnan(flat).all())
+    first = flat[0]
+    return every(flat, lambda part: part == first) or every(flat, torch.isnan)
 
 
 def is_discrete(v):
@@ -40,7 +50,7 @@ def is_discrete(v):
 
 
 def is_simplex_rows(v):
-    if v.dim() == 0 or v.shape[-1] < 2 or not bool((sample(v.reshape(-1)) >= 0).all()) or not bool((v >= 0).all()):
+    if v.dim() == 0 or v.shape[-1] < 2 or not every(v.reshape(-1), lambda part: part >= 0):
         return False
     sums = torch.sum(v, -1, dtype=torch.float64)  # accumulated in float64, no float64 copy of v
     return bool(((sums - 1).abs() <= SIMPLEX_TOL).all())

@@ -96,18 +96,16 @@ STRUCTURE_WORDS = {"constant": "is constant", "discrete": "takes few distinct va
                    "simplex": "has rows on the probability simplex"}
 
 
-SIGN_CHUNK = 1 << 24  # elements whose signs are drawn at once: a 6.4 GB input's whole mask, cast, took 2.6x its size
-
-
 def _signflip(v, gen, symmetric):
     if symmetric:
         return v * contract.symmetric_signs(v, gen)
-    src = v.reshape(-1)
+    # signs drawn chunk by chunk: a 6.4 GB input's whole mask, cast, took 2.6x its size
+    src, step = v.reshape(-1), contract.CHUNK
     out = torch.empty_like(src)
-    for i in range(0, src.numel(), SIGN_CHUNK):
-        part = src[i:i + SIGN_CHUNK]
+    for i in range(0, src.numel(), step):
+        part = src[i:i + step]
         signs = torch.randint(0, 2, part.shape, generator=gen, device=v.device, dtype=torch.int8)
-        torch.mul(part, signs.mul_(2).sub_(1), out=out[i:i + SIGN_CHUNK])
+        torch.mul(part, signs.mul_(2).sub_(1), out=out[i:i + step])
     return out.view(v.shape)
 
 

@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = r"""
 import os, sys, threading, time, torch
 sys.path.insert(0, sys.argv[1])
+from kjudge_protocol import input_contract as contract
 from kjudge_protocol import inputs as kin
 from kjudge_worker import compare, job
 torch.set_num_threads(1)
-compare.CHUNK = kin.SIGN_CHUNK = 1 << 20
+compare.CHUNK = contract.CHUNK = 1 << 20
 TOL = {"atol": 1e-2, "rtol": 1e-2, "scale_aware": True, "nan_equal": True}
 
 
@@ -26,13 +27,15 @@ def run(op, rows):
     x = torch.randn(rows, 8192)
     y = torch.relu(x)
     y2 = y.clone()
+    ones = torch.ones_like(y)
     desc = {"shape": list(y.shape), "dtype": "float32"}
     return {"signflip": lambda: kin.transform([x], "signflip", 5),
             "spike": lambda: kin.transform([x], "spike", 5),
             "compare": lambda: compare.described(y, y2, desc, TOL),
             "identical": lambda: compare.identical(y, y2),
             "trivially_wrong": lambda: job.trivially_wrong(y),
-            "near_zero": lambda: job.near_zero(y, TOL)}[op]
+            "near_zero": lambda: job.near_zero(y, TOL),
+            "constant_structure": lambda: contract.structure(ones)}[op]
 
 
 def rss():
@@ -61,7 +64,7 @@ print(max(peak[0], rss()) - base)
 # op -> how much its extra memory may grow with the input, in multiples of the input's growth: a
 # variant is one new tensor of the input's size; a check or a comparison allocates per chunk only
 BOUNDS = {"signflip": 1.2, "spike": 1.2, "compare": 0.1, "identical": 0.1, "trivially_wrong": 0.1,
-          "near_zero": 0.1}
+          "near_zero": 0.1, "constant_structure": 0.1}
 SMALL, LARGE = 2048, 8192  # rows of 8192 float32: 64 MB and 256 MB inputs, 16 and 64 chunks
 
 
