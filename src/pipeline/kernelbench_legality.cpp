@@ -12,7 +12,7 @@ namespace {
 
 struct Policy {
   std::string version;
-  std::set<std::string> namespaces, plumbing;
+  std::set<std::string> namespaces, plumbing, framework_kernel_namespaces;
   std::vector<std::string> library, framework, plumbing_kernels;
 };
 
@@ -24,6 +24,7 @@ const Policy& policy() {
     for (const auto& s : j.at("framework_namespaces")) out.namespaces.insert(s.get<std::string>());
     for (const auto& s : j.at("plumbing_ops")) out.plumbing.insert(s.get<std::string>());
     for (const auto& s : j.at("library_kernel_patterns")) out.library.push_back(s.get<std::string>());
+    for (const auto& s : j.at("framework_kernel_namespaces")) out.framework_kernel_namespaces.insert(s.get<std::string>());
     for (const auto& s : j.at("framework_kernel_patterns")) out.framework.push_back(s.get<std::string>());
     for (const auto& s : j.at("plumbing_kernel_patterns")) out.plumbing_kernels.push_back(s.get<std::string>());
     return out;
@@ -31,9 +32,37 @@ const Policy& policy() {
   return p;
 }
 
-bool contains_any(const std::string& name, const std::vector<std::string>& patterns) {
-  return std::any_of(patterns.begin(), patterns.end(),
-                     [&](const std::string& p) { return name.find(p) != std::string::npos; });
+// The components of a kernel's own qualified name: the demangled signature without its return
+// type, template arguments and parameters, split at "::". "void at::native::reduce_kernel<512,
+// ...>(...)" gives {at, native, reduce_kernel}; the types a candidate's kernel takes (c10::Half,
+// at::GenericPackedTensorAccessor) and a name that merely contains a vendor word are not in it.
+std::vector<std::string> name_components(std::string name) {
+  static const std::string anon = "(anonymous namespace)";
+  for (auto at = name.find(anon); at != std::string::npos; at = name.find(anon)) name.replace(at, anon.size(), "{anon}");
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
+  name = name.substr(0, name.find_first_of("<("));
+  std::vector<std::string> out;
+  for (std::size_t from = 0;;) {
+    const auto sep = name.find("::", from);
+    out.push_back(name.substr(from, sep == std::string::npos ? std::string::npos : sep - from));
+    if (sep == std::string::npos) return out;
+    from = sep + 2;
+  }
+}
+
+// A pattern names a kernel when it begins one of the name's components. A name the recorder could
+// not demangle ("_Z...") has no components to read: there any occurrence counts.
+bool named_by(const std::string& kernel, const std::vector<std::string>& components, const std::vector<std::string>& patterns) {
+  const bool mangled = kernel.rfind("_Z", 0) == 0;
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
+    if (mangled) return kernel.find(p) != std::string::npos;
+    return std::any_of(components.begin(), components.end(), [&](const std::string& c) { return c.rfind(p, 0) == 0; });
+  });
+}
+
+bool framework_kernel(const Policy& p, const std::string& kernel, const std::vector<std::string>& components) {
+  if (p.framework_kernel_namespaces.count(components.front())) return components.size() > 1;
+  return std::any_of(p.framework.begin(), p.framework.end(), [&](const std::string& f) { return kernel.rfind(f, 0) == 0; });
 }
 
 }  // namespace
@@ -54,11 +83,12 @@ LegalityClass classify_legality(const LegalityTrace& trace) {
     }
   }
   for (const auto& k : trace.kernels) {
-    if (contains_any(k, p.plumbing_kernels)) continue;
-    if (contains_any(k, p.library)) {
+    const auto components = name_components(k);
+    if (named_by(k, components, p.plumbing_kernels)) continue;
+    if (named_by(k, components, p.library)) {
       ++c.library_kernels;
       if (c.library_kernel_names.size() < 5) c.library_kernel_names.push_back(k);
-    } else if (contains_any(k, p.framework)) {
+    } else if (framework_kernel(p, k, components)) {
       ++c.framework_kernels;
     } else {
       ++c.custom_kernels;

@@ -1,5 +1,5 @@
 // The legality trace's facts (reported by the candidate's harness) classified with the versioned
-// data in kernelbench_legality_v1.json: which framework ops ran inside ModelNew.forward that are
+// data in kernelbench_legality.json: which framework ops ran inside ModelNew.forward that are
 // compute rather than plumbing, and which GPU kernels were the candidate's own, a library's or the
 // framework's. The verdict itself is decided in verdict.cpp.
 #pragma once

@@ -63,6 +63,38 @@ TEST(KernelBenchLegality, KernelsAreLibraryFrameworkOrCustomByVendorNaming) {
   EXPECT_EQ(c.custom_kernels, 2u);  // a candidate's kernel named *gemm* or sgemm_* is still its own
 }
 
+// Found on an H100 (rlstep, 2026-11-27): honest reductions named sum_reduce_kernel and
+// argmax_reduce_kernel were DECOY, a bare "reduce_kernel" pattern calling them the framework's.
+TEST(KernelBenchLegality, AKernelIsNamedByItsOwnQualifiedNameNotByAWordInIt) {
+  const auto c = kj::classify_legality(trace(
+      {}, {"sum_reduce_kernel(float const*, float*, long long, long long, long long)",
+           "void relu_elementwise_kernel<float>(at::GenericPackedTensorAccessor<float, 3ul, at::RestrictPtrTraits, int>)",
+           "void add_kernel<c10::Half>(c10::Half const*, c10::Half*, int)", "conv_fprop_kernel(float const*, float*)",
+           "my_sm90_gemm(float const*, float*)", "void mykb::(anonymous namespace)::conv_winograd_tile(float*)",
+           "_Z17sum_reduce_kernelPKfPfxxx"},
+      0, true));
+  EXPECT_EQ(c.custom_kernels, 7u);
+  EXPECT_EQ(c.library_kernels + c.framework_kernels, 0u);
+
+  const auto f = kj::classify_legality(trace(
+      {}, {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4, 4>)",
+           "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 3, 128, 1>(float*, int)",
+           "void at_cuda_detail::cub::DeviceScanKernel<float>(float*)", "_ZN2at6native29vectorized_elementwise_kernelILi4EEEviT0_",
+           "triton_poi_fused_relu_0"},
+      0, true));
+  EXPECT_EQ(f.framework_kernels, 5u);
+  EXPECT_EQ(f.custom_kernels, 0u);
+
+  const auto l = kj::classify_legality(trace(
+      {}, {"void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, float> >(float)",
+           "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4>(cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4::Params)",
+           "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)",
+           "void internal::gemvx::kernel<int, int, float>(float)", "_Z14gemv2T_kernelPf"},
+      0, true));
+  EXPECT_EQ(l.library_kernels, 5u);
+  EXPECT_EQ(l.custom_kernels, 0u);
+}
+
 TEST(KernelBenchLegality, VerdictPrecedence) {
   auto broken = trace({"aten::mm"}, {}, 0, false);
   broken.tracer_ok = false;
