@@ -734,7 +734,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         h->gpu = place_job();
         watch.gpu_quarantined = [this, gpu = h->gpu] { return gpu_health_.quarantined(gpu); };
         result = h->gpu < 0 ? status_result(job_id, d.tenant, v1::INFRA_ERROR, "no healthy GPU on this node", worker)
-                            : judge(job, JudgeContext{config_for_gpu(h->gpu), worker, &watch, builds_.get()});
+                            : judge(job, JudgeContext{config_for_gpu(h->gpu), worker, &watch, builds_.get(), false, deliveries});
         // a GPU that could not give a run a context is checked as after a fault
         h->gpu_outcome = GpuHealth::classify(result.status() == v1::CUDA_FAULT, watch.gpu_unavailable > 0, false,
                                              watch.gpu_runs_killed > 0, watch.gpu_runs_stuck > 0);

@@ -29,6 +29,9 @@ struct JudgeContext {
   BuildStore* builds = nullptr;
   // `kjudge eval`: judge on the device in turns with other evals of this node (device_turn_file).
   bool device_turns = false;
+  // kjudged: the job's delivery (2 and up: a retry, which a KernelBench job runs with the
+  // device's memory to itself, pipeline/kernelbench_pipeline.cpp).
+  unsigned delivery = 1;
 };
 
 // Never throws: internal failures become INFRA_ERROR results.

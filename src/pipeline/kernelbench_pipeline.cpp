@@ -172,6 +172,11 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     turn.emplace(device_turn_file(cfg, backend));
     (*r.mutable_phase_seconds())["device_turn_wait"] = turn->seconds_waited();
   }
+  // A retry (its first try met a fault, most often other jobs' sets filling the device) has the
+  // device's memory to itself from the worker's sets to the candidate's end.
+  std::optional<DeviceBudget::Hold> device_hold;
+  double device_wait = 0;
+  if (ctx.delivery > 1 && backend != "cpu") device_hold.emplace(device_budget(gpu_index(cfg)).acquire_alone(&device_wait));
   const GroupSeeds seeds = compat ? GroupSeeds::kernelbench() : group_seeds(job);
   std::vector<unsigned> audits;
   if (!compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
@@ -297,11 +302,11 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   }
   // Device memory: the candidate's copies of a set, its output and its timing pool, admitted
   // beside the other running candidates (waiting here is the node's time, not the candidate's).
-  double admission_wait = 0;
-  const auto device_hold = device_budget(gpu_index(cfg)).acquire(
-      orep.value("candidate_device_bytes", std::uint64_t{0}),
-      static_cast<std::uint64_t>(kCandidateDeviceShare * orep.value("device_total_bytes", 0.0)), &admission_wait);
-  (*r.mutable_phase_seconds())["device_memory_wait"] = admission_wait;
+  if (!device_hold)
+    device_hold.emplace(device_budget(gpu_index(cfg)).acquire(
+        orep.value("candidate_device_bytes", std::uint64_t{0}),
+        static_cast<std::uint64_t>(kCandidateDeviceShare * orep.value("device_total_bytes", 0.0)), &device_wait));
+  (*r.mutable_phase_seconds())["device_memory_wait"] = device_wait;
   std::vector<ClockMark> marks, worker_marks;
   HarnessStep cand;
   {
@@ -341,11 +346,12 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                                               waited)});
   // Device memory: a candidate that ran out of it while it held and asked for no more than it was
   // admitted with found the device filled by other jobs: ours (retried), not its RUNTIME_ERROR.
+  // (A retry had the device alone, admitted with 0 bytes: its shortage is its own.)
   if (cand.report && cand.report->contains("device_bytes_needed") &&
-      cand.report->value("device_bytes_needed", std::uint64_t{0}) <= device_hold.bytes())
+      cand.report->value("device_bytes_needed", std::uint64_t{0}) <= device_hold->bytes())
     return fail({v1::INFRA_ERROR, fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
                                               "(other jobs' memory on a busy node): judged again",
-                                              device_hold.bytes() / double(1ull << 30))});
+                                              device_hold->bytes() / double(1ull << 30))});
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,
                                 cand.host_fault, has_device_ready_mark(marks))) {

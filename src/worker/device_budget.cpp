@@ -10,6 +10,8 @@ DeviceBudget::Hold::~Hold() {
   {
     std::lock_guard lock(budget_->mu_);
     budget_->held_ -= bytes_;
+    --budget_->holders_;
+    if (alone_) budget_->alone_ = false;
   }
   budget_->cv_.notify_all();
 }
@@ -17,10 +19,23 @@ DeviceBudget::Hold::~Hold() {
 DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return held_ == 0 || held_ + bytes <= capacity; });
+  cv_.wait(lock, [&] { return !alone_ && !alone_waiting_ && (held_ == 0 || held_ + bytes <= capacity); });
   held_ += bytes;
+  ++holders_;
   if (waited) *waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Hold(this, bytes);
+}
+
+DeviceBudget::Hold DeviceBudget::acquire_alone(double* waited) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lock(mu_);
+  ++alone_waiting_;
+  cv_.wait(lock, [&] { return !alone_ && holders_ == 0; });
+  --alone_waiting_;
+  alone_ = true;
+  ++holders_;
+  if (waited) *waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Hold(this, 0, true);
 }
 
 std::uint64_t DeviceBudget::held() const {

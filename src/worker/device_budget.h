@@ -3,6 +3,8 @@
 // the device out of memory and a candidate that did nothing wrong fails. kjudged admits a
 // candidate only when its estimate fits beside those already running (one too large for the
 // whole budget runs alone); the wait is the node's, never counted against the candidate's limit.
+// A job retried after a fault takes the device alone (acquire_alone): whatever the estimates
+// missed, its second try cannot meet the same neighbours.
 #pragma once
 
 #include <condition_variable>
@@ -15,8 +17,8 @@ class DeviceBudget {
  public:
   class Hold {
    public:
-    Hold(DeviceBudget* b, std::uint64_t bytes) : budget_(b), bytes_(bytes) {}
-    Hold(Hold&& o) noexcept : budget_(o.budget_), bytes_(o.bytes_) { o.budget_ = nullptr; }
+    Hold(DeviceBudget* b, std::uint64_t bytes, bool alone = false) : budget_(b), bytes_(bytes), alone_(alone) {}
+    Hold(Hold&& o) noexcept : budget_(o.budget_), bytes_(o.bytes_), alone_(o.alone_) { o.budget_ = nullptr; }
     Hold(const Hold&) = delete;
     Hold& operator=(const Hold&) = delete;
     Hold& operator=(Hold&&) = delete;
@@ -26,16 +28,22 @@ class DeviceBudget {
    private:
     DeviceBudget* budget_;
     std::uint64_t bytes_;
+    bool alone_;
   };
 
   // Blocks until `bytes` fit within `capacity` beside the holds outstanding; seconds waited out.
+  // Waits while a job holds or waits for the device alone.
   Hold acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited = nullptr);
+  // Blocks until no other hold is out, and keeps new ones out until released; seconds waited out.
+  Hold acquire_alone(double* waited = nullptr);
   std::uint64_t held() const;
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t held_ = 0;
+  unsigned holders_ = 0, alone_waiting_ = 0;
+  bool alone_ = false;
 };
 
 // This process's budget for GPU `gpu` (its device minor).

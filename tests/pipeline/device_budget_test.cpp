@@ -36,4 +36,35 @@ TEST(DeviceBudget, OneLargerThanTheWholeBudgetRunsAlone) {
   EXPECT_EQ(b.held(), 30u);
 }
 
+// Found on an H100 (rlstep, 2026-11-27): 7 GiB-input jobs failed five deliveries in 15 s on a
+// device full of their neighbours' sets. A retry takes the device alone: it waits for the holds
+// out, and new ones wait for it (else 16 slots refilling would never let it in).
+TEST(DeviceBudget, ARetryHasTheDeviceAlone) {
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(1, 100));
+  std::atomic<bool> alone_in{false}, later_in{false};
+  std::unique_ptr<kj::DeviceBudget::Hold> alone;
+  std::thread retry([&] {
+    alone = std::make_unique<kj::DeviceBudget::Hold>(b.acquire_alone());
+    alone_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(alone_in);  // a small hold is still out
+  std::thread later([&] {
+    auto h = b.acquire(1, 100);  // would fit, but the retry came first
+    later_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(later_in);
+  running.reset();
+  retry.join();
+  EXPECT_TRUE(alone_in);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(later_in);  // not while the retry runs
+  alone.reset();
+  later.join();
+  EXPECT_TRUE(later_in);
+  EXPECT_EQ(b.held(), 0u);
+}
+
 }  // namespace
