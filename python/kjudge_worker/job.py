@@ -49,14 +49,16 @@ class Heavy:
                 transport.release_cached(self.device)
 
     def make_room(self, nbytes):
-        """A heavy set (made, copied, compared) needs its bytes free on the device: the worker's
-        cache, an optimisation, gives way to it before the set runs the device out of memory."""
+        """A heavy set needs room on the device for itself (made now if it is not cached) and for
+        as much again in transients (an audit's perturbed copy and the reference's output, an
+        output's comparison): when that is not free, the worker's cache, an optimisation, gives way
+        whole. Dropping only the shortfall was not enough on an H100 (2026-11-27): entries a running
+        job still holds free nothing when dropped, and 7 GiB audits failed with the cache full."""
         if self.device.type != "cuda" or self.cache is None:
             return
         transport.release_cached(self.device)
         free, _ = torch.cuda.mem_get_info(self.device)
-        short = nbytes + HEAVY_HEADROOM - free
-        if short > 0 and self.cache.evict(short):
+        if 2 * nbytes + HEAVY_HEADROOM > free and self.cache.evict(float("inf")):
             transport.release_cached(self.device)
 
 

@@ -239,6 +239,27 @@ def test_the_cache_gives_way_to_a_large_set_least_recently_used_first():
     assert cache.evict(1000) == 20 and cache.used() == 0
 
 
+def test_a_heavy_set_short_of_room_empties_the_cache(monkeypatch):
+    # an H100 (2026-11-27): 7 GiB audits ran out of memory with the worker's cache full; a heavy
+    # set needs itself and as much again in transients, and the whole cache gives way to that
+    import threading
+    from kjudge_worker import job
+    from kjudge_worker.problems import Cache
+    gib = 1 << 30
+    cache = Cache(100 * gib)
+    for key in ("a", "b"):
+        assert cache.put(key, object(), 2 * gib)
+    free = {"bytes": 20 * gib}
+    monkeypatch.setattr(job.transport, "release_cached", lambda device: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free["bytes"], 80 * gib))
+    heavy = job.Heavy(threading.RLock(), 80 * gib, torch.device("cuda"), cache)
+    heavy.make_room(7 * gib)  # 2 x 7 + 1 GiB headroom fit in 20 GiB: the cache stays
+    assert cache.used() == 4 * gib
+    free["bytes"] = 14 * gib  # the set alone would fit; with its transients it does not
+    heavy.make_room(7 * gib)
+    assert cache.used() == 0
+
+
 def test_a_candidate_that_dies_mid_request_is_not_a_protocol_violation(worker):
     # a crashed or timed-out candidate leaves its requests unanswered: the worker's replies fail,
     # which is not tampering (CHEAT is only for requests the harness never makes)
