@@ -200,6 +200,8 @@ def restore(undo):
 
 def kernelbench_trial_seeds(count, base=42):
     """The correctness-trial seeds KernelBench draws: seed the CPU generator with 42, then one
-    torch.randint(0, 2**32 - 1) per trial."""
-    torch.manual_seed(base)
-    return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(count)]
+    torch.randint(0, 2**32 - 1) per trial. Drawn from a generator of its own seeded the same way
+    (the same values): reseeding torch's global one here, unheld, raced the worker's other threads
+    drawing a model's weights or a set under `seeded`."""
+    gen = torch.Generator().manual_seed(base)
+    return [int(torch.randint(0, 2**32 - 1, (1,), generator=gen).item()) for _ in range(count)]

@@ -74,3 +74,16 @@ def test_draws_in_threads_are_each_seeds_own_values():
     for t in threads:
         t.join()
     assert wrong == []
+
+
+def test_kernelbench_trial_seeds_leave_the_global_generator_alone():
+    """Compat's trial seeds are KernelBench's (the global generator seeded with 42, one randint per
+    trial), drawn without touching the global generator that another thread may be drawing a
+    model's weights from under `seeded`."""
+    from kjudge_protocol import inputs as kin
+    torch.manual_seed(42)
+    kernelbench_way = [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(5)]
+    torch.manual_seed(7)
+    before = torch.get_rng_state()
+    assert kin.kernelbench_trial_seeds(5) == kernelbench_way
+    assert torch.equal(torch.get_rng_state(), before)
