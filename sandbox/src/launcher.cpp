@@ -1,5 +1,6 @@
-// Parent side of run(): plan, clone3, id maps, release, then watch the child through its pidfd
-// and the stdout/stderr/status pipes until the whole tree is gone; kill on wall time or output.
+// Parent side of run(): plan, clone3, id maps, release (run itself), then supervise(): the child
+// watched through its pidfd and the stdout/stderr/status pipes until the whole tree is gone, killed
+// on wall time, output or cancel; then decide_outcome(): the report's one Outcome.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -195,10 +196,6 @@ bool cancel_signalled(int fd) {
 std::atomic<int> g_stuck_pending{0};
 std::atomic<std::uint64_t> g_via_zygote{0}, g_in_process{0};
 
-// A tree that outlived kill_grace: a detached thread waits for init (the SIGKILL is pending; it
-// dies when it leaves the kernel) and then removes the job cgroup. If no thread can be started
-// the pid is left unreaped (and the cgroup removal is tried once, right away).
-// `stuck`: counted in stuck_trees_pending() until reaped (a tree abandoned on an exception is not).
 // Accounting from the job cgroup (memory peak, OOM kill, CPU time of the whole tree).
 void add_cgroup_stats(JobCgroup& cgroup, Report& report) {
   const CgroupStats st = cgroup.stats();
@@ -209,6 +206,10 @@ void add_cgroup_stats(JobCgroup& cgroup, Report& report) {
   if (st.cpu_seconds) report.cpu_seconds = *st.cpu_seconds;
 }
 
+// A tree that outlived kill_grace: a detached thread waits for init (the SIGKILL is pending; it
+// dies when it leaves the kernel) and then removes the job cgroup. If no thread can be started
+// the pid is left unreaped (and the cgroup removal is tried once, right away).
+// `stuck`: counted in stuck_trees_pending() until reaped (a tree abandoned on an exception is not).
 void reap_in_background(pid_t pid, int pidfd, std::unique_ptr<JobCgroup> cgroup, bool stuck = true) {
   if (stuck) ++g_stuck_pending;
   try {
@@ -223,6 +224,196 @@ void reap_in_background(pid_t pid, int pidfd, std::unique_ptr<JobCgroup> cgroup,
   } catch (const std::system_error&) {
     ::close(pidfd);
     if (stuck) --g_stuck_pending;
+  }
+}
+
+enum class Killed { No, Wall, Output, Cancel };
+
+// What the child's status pipe said (wire.h's ChildMessage records).
+struct ChildMessages {
+  std::optional<ChildMessage> setup_error, command_status, violation;
+  std::vector<std::pair<int, std::uint32_t>> seen_calls;
+
+  void add(const ChildMessage& m) {
+    if (m.kind == ChildMessage::SetupError && !setup_error) setup_error = m;
+    else if (m.kind == ChildMessage::CommandStatus) command_status = m;
+    else if (m.kind == ChildMessage::SeccompViolation && !violation) violation = m;
+    else if (m.kind == ChildMessage::SyscallSeen) seen_calls.emplace_back(m.nr, m.arch);
+  }
+  bool command_died_of(int sig) const {
+    return command_status && WIFSIGNALED(command_status->wait_status) && WTERMSIG(command_status->wait_status) == sig;
+  }
+};
+
+// How the watch ended: who killed the tree (if anyone), when init exited, whether the tree
+// outlived kill_grace after SIGKILL, and what the child reported.
+struct Watched {
+  Killed killed = Killed::No;
+  std::optional<Clock::time_point> exited_at;
+  bool stuck = false;
+  ChildMessages messages;
+};
+
+// The watch: the child's stdout/stderr (into the report, up to the output limit), its status
+// pipe and its pidfd, until the whole tree is gone; SIGKILL on wall time, output or cancel.
+Watched supervise(const Policy& policy, Fd& out_r, Fd& err_r, Fd& status_r, const Fd& pidfd,
+                  Clock::time_point clone_time, Report& report) {
+  Watched w;
+  const auto deadline = clone_time + policy.wall_limit;
+  std::optional<Clock::time_point> killed_at;
+  bool watch_cancel = policy.cancel_fd >= 0;
+  auto kill_for = [&](Killed why) {
+    w.killed = why;
+    killed_at = Clock::now();
+    syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0u);
+  };
+  std::string status_buf;
+  const std::uint64_t limit = policy.output_limit_bytes;
+  Capture captures[2] = {{&report.stdout_data, &report.stdout_truncated},
+                         {&report.stderr_data, &report.stderr_truncated}};
+  Fd* outputs[2] = {&out_r, &err_r};
+  std::string chunk(64 << 10, '\0');
+
+  for (;;) {
+    pollfd pfds[5];
+    int what[5];
+    int n = 0;
+    auto watch = [&](int fd, int tag) {
+      pfds[n] = {fd, POLLIN, 0};
+      what[n++] = tag;
+    };
+    for (int i = 0; i < 2; ++i)
+      if (*outputs[i]) watch(outputs[i]->get(), i);
+    if (status_r) watch(status_r.get(), 2);
+    if (!w.exited_at) watch(pidfd.get(), 3);
+    if (n == 0) break;
+    // Polled, never read (the caller may share it between runs); not after our kill or the exit.
+    if (watch_cancel && w.killed == Killed::No && !w.exited_at) watch(policy.cancel_fd, 4);
+
+    const auto now = Clock::now();
+    if (w.killed == Killed::No && !w.exited_at && now >= deadline) kill_for(Killed::Wall);
+    int timeout_ms;
+    if (w.exited_at) {
+      // The namespace is empty once init is gone; only a clone of some other thread of this
+      // process can briefly hold a copy of our pipes (it closes them first thing).
+      auto left = *w.exited_at + std::chrono::seconds(2) - now;
+      if (left <= Clock::duration::zero()) break;
+      timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+    } else if (w.killed != Killed::No) {
+      // SIGKILL is on its way and the pidfd fires once the whole pid namespace is gone, unless
+      // a process is stuck in the kernel (a GPU driver): then we stop waiting after kill_grace.
+      auto left = *killed_at + policy.kill_grace - now;
+      if (left <= Clock::duration::zero()) {
+        w.stuck = true;
+        break;
+      }
+      timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+    } else {
+      timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count());
+    }
+    int r = ::poll(pfds, static_cast<nfds_t>(n), timeout_ms);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "poll");
+    }
+    for (int i = 0; i < n; ++i) {
+      if (!pfds[i].revents) continue;
+      if (what[i] == 3) {
+        w.exited_at = Clock::now();
+        continue;
+      }
+      if (what[i] == 4) {
+        if (pfds[i].revents & POLLNVAL) {
+          watch_cancel = false;  // not an fd (any more): the run is simply not cancellable
+        } else if (w.killed == Killed::No && !w.exited_at) {
+          kill_for(Killed::Cancel);
+        }
+        continue;
+      }
+      Fd& fd = what[i] == 2 ? status_r : *outputs[what[i]];
+      ssize_t got = ::read(fd.get(), chunk.data(), chunk.size());
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) {
+        fd.reset();
+        continue;
+      }
+      if (what[i] == 2) {
+        status_buf.append(chunk.data(), static_cast<std::size_t>(got));
+        while (status_buf.size() >= sizeof(ChildMessage)) {
+          ChildMessage m;
+          std::memcpy(&m, status_buf.data(), sizeof m);
+          status_buf.erase(0, sizeof m);
+          w.messages.add(m);
+        }
+        continue;
+      }
+      Capture& c = captures[what[i]];
+      const std::size_t room = c.data->size() < limit ? limit - c.data->size() : 0;
+      const auto take = std::min<std::size_t>(room, static_cast<std::size_t>(got));
+      c.data->append(chunk.data(), take);
+      if (take < static_cast<std::size_t>(got)) {
+        *c.truncated = true;
+        if (w.killed == Killed::No && !w.exited_at) kill_for(Killed::Output);
+      }
+    }
+  }
+  return w;
+}
+
+// The seccomp facts: the call that violated the policy, and (log mode) every call seen.
+void add_seccomp_facts(Report& report, const ChildMessages& m, const ChildPlan& plan) {
+  if (m.violation) {
+    report.seccomp_syscall = m.violation->nr;
+    report.seccomp_arch = seccomp_arch_name(m.violation->arch, m.violation->nr);
+    report.seccomp_syscall_name = seccomp_syscall_name(m.violation->arch, m.violation->nr);
+  }
+  for (const auto& [nr, arch] : m.seen_calls) {
+    std::string name = seccomp_syscall_name(arch, nr);
+    if (arch != plan.native_arch || (nr & 0x40000000)) name = seccomp_arch_name(arch, nr) + ":" + name;
+    report.seccomp_log.push_back(name);
+  }
+  std::sort(report.seccomp_log.begin(), report.seccomp_log.end());
+  report.seccomp_log.erase(std::unique(report.seccomp_log.begin(), report.seccomp_log.end()),
+                           report.seccomp_log.end());
+}
+
+// The report's one Outcome, in verdict.h's precedence: memory, then our kills, then what the
+// child said, then how init itself ended.
+void decide_outcome(Report& report, const Watched& w, const ChildPlan& plan, const Policy& policy, int wstatus) {
+  const ChildMessages& m = w.messages;
+  // A command that died of SIGSYS under a kill-process bad-arch action (kernels without
+  // user-notification for bad arches) is a violation of an unknown call.
+  const bool sigsys = m.command_died_of(SIGSYS) && plan.seccomp && plan.seccomp->badarch_kills && !plan.seccomp_log;
+  const auto status = m.command_status ? m.command_status->wait_status : 0;
+  if (report.oom_killed && !m.setup_error) {
+    report.outcome = Outcome::MemoryLimit;
+  } else if (w.killed == Killed::Wall) {
+    report.outcome = Outcome::WallTimeout;
+  } else if (w.killed == Killed::Output) {
+    report.outcome = Outcome::OutputLimit;
+  } else if (w.killed == Killed::Cancel) {
+    report.outcome = Outcome::Cancelled;
+  } else if (m.setup_error) {
+    report.outcome = Outcome::SetupFailed;
+    report.error = describe_setup_error(plan, policy, *m.setup_error);
+  } else if (m.violation || sigsys) {
+    report.outcome = Outcome::SeccompViolation;
+    if (!m.violation) report.seccomp_syscall_name = "unknown (SIGSYS: a non-native ABI)";
+  } else if (m.command_status && WIFEXITED(status)) {
+    report.outcome = Outcome::Exited;
+    report.exit_code = WEXITSTATUS(status);
+  } else if (m.command_status && WIFSIGNALED(status)) {
+    report.outcome = Outcome::Signaled;
+    report.signal = WTERMSIG(status);
+  } else if (WIFSIGNALED(wstatus)) {
+    // init itself was killed from outside (OOM killer, an operator): the command went with it.
+    report.outcome = Outcome::Signaled;
+    report.signal = WTERMSIG(wstatus);
+    report.error = "sandbox init killed by signal " + std::to_string(report.signal);
+  } else {
+    report.outcome = Outcome::SetupFailed;
+    report.error = "sandbox init exited (status " + std::to_string(WEXITSTATUS(wstatus)) +
+                   ") without reporting the command";
   }
 }
 
@@ -403,130 +594,15 @@ Report run(const Policy& policy) {
   (void)write_sync_byte(sync_w.get(), go[1]);  // a child that died meanwhile reports why below
   sync_w.reset();
 
-  enum class Killed { No, Wall, Output, Cancel } killed = Killed::No;
-  const auto deadline = clone_time + policy.wall_limit;
-  std::optional<Clock::time_point> exited_at, killed_at;
-  bool stuck = false;
-  bool watch_cancel = policy.cancel_fd >= 0;
-  auto kill_for = [&](Killed why) {
-    killed = why;
-    killed_at = Clock::now();
-    kill_tree();
-  };
-  bool have_status = false, have_setup_error = false, have_violation = false;
-  ChildMessage setup_error{}, command_status{}, violation{};
-  std::vector<std::pair<int, std::uint32_t>> seen_calls;
-  std::string status_buf;
-  const std::uint64_t limit = policy.output_limit_bytes;
-  Capture captures[2] = {{&report.stdout_data, &report.stdout_truncated},
-                         {&report.stderr_data, &report.stderr_truncated}};
-  Fd* outputs[2] = {&out_r, &err_r};
-  std::string chunk(64 << 10, '\0');
-
-  for (;;) {
-    pollfd pfds[5];
-    int what[5];
-    int n = 0;
-    auto watch = [&](int fd, int tag) {
-      pfds[n] = {fd, POLLIN, 0};
-      what[n++] = tag;
-    };
-    for (int i = 0; i < 2; ++i)
-      if (*outputs[i]) watch(outputs[i]->get(), i);
-    if (status_r) watch(status_r.get(), 2);
-    if (!exited_at) watch(pidfd.get(), 3);
-    if (n == 0) break;
-    // Polled, never read (the caller may share it between runs); not after our kill or the exit.
-    if (watch_cancel && killed == Killed::No && !exited_at) watch(policy.cancel_fd, 4);
-
-    const auto now = Clock::now();
-    if (killed == Killed::No && !exited_at && now >= deadline) kill_for(Killed::Wall);
-    int timeout_ms;
-    if (exited_at) {
-      // The namespace is empty once init is gone; only a clone of some other thread of this
-      // process can briefly hold a copy of our pipes (it closes them first thing).
-      auto left = *exited_at + std::chrono::seconds(2) - now;
-      if (left <= Clock::duration::zero()) break;
-      timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
-    } else if (killed != Killed::No) {
-      // SIGKILL is on its way and the pidfd fires once the whole pid namespace is gone, unless
-      // a process is stuck in the kernel (a GPU driver): then we stop waiting after kill_grace.
-      auto left = *killed_at + policy.kill_grace - now;
-      if (left <= Clock::duration::zero()) {
-        stuck = true;
-        break;
-      }
-      timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
-    } else {
-      timeout_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count());
-    }
-    int r = ::poll(pfds, static_cast<nfds_t>(n), timeout_ms);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "poll");
-    }
-    for (int i = 0; i < n; ++i) {
-      if (!pfds[i].revents) continue;
-      if (what[i] == 3) {
-        exited_at = Clock::now();
-        continue;
-      }
-      if (what[i] == 4) {
-        if (pfds[i].revents & POLLNVAL) {
-          watch_cancel = false;  // not an fd (any more): the run is simply not cancellable
-        } else if (killed == Killed::No && !exited_at) {
-          kill_for(Killed::Cancel);
-        }
-        continue;
-      }
-      Fd& fd = what[i] == 2 ? status_r : *outputs[what[i]];
-      ssize_t got = ::read(fd.get(), chunk.data(), chunk.size());
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) {
-        fd.reset();
-        continue;
-      }
-      if (what[i] == 2) {
-        status_buf.append(chunk.data(), static_cast<std::size_t>(got));
-        while (status_buf.size() >= sizeof(ChildMessage)) {
-          ChildMessage m;
-          std::memcpy(&m, status_buf.data(), sizeof m);
-          status_buf.erase(0, sizeof m);
-          if (m.kind == ChildMessage::SetupError && !have_setup_error) {
-            have_setup_error = true;
-            setup_error = m;
-          } else if (m.kind == ChildMessage::CommandStatus) {
-            have_status = true;
-            command_status = m;
-          } else if (m.kind == ChildMessage::SeccompViolation && !have_violation) {
-            have_violation = true;
-            violation = m;
-          } else if (m.kind == ChildMessage::SyscallSeen) {
-            seen_calls.emplace_back(m.nr, m.arch);
-          }
-        }
-        continue;
-      }
-      Capture& c = captures[what[i]];
-      const std::size_t room = c.data->size() < limit ? limit - c.data->size() : 0;
-      const auto take = std::min<std::size_t>(room, static_cast<std::size_t>(got));
-      c.data->append(chunk.data(), take);
-      if (take < static_cast<std::size_t>(got)) {
-        *c.truncated = true;
-        if (killed == Killed::No && !exited_at) kill_for(Killed::Output);
-      }
-    }
-  }
-
-  if (stuck) {
-    const auto now = Clock::now();
-    report.outcome = killed == Killed::Cancel   ? Outcome::Cancelled
-                     : killed == Killed::Output ? Outcome::OutputLimit
-                                                : Outcome::WallTimeout;
+  Watched w = supervise(policy, out_r, err_r, status_r, pidfd, clone_time, report);
+  if (w.stuck) {
+    report.outcome = w.killed == Killed::Cancel   ? Outcome::Cancelled
+                     : w.killed == Killed::Output ? Outcome::OutputLimit
+                                                  : Outcome::WallTimeout;
     report.stuck = true;
     report.error = "the sandbox tree did not exit within " + std::to_string(policy.kill_grace.count()) +
                    " ms of SIGKILL (a process stuck in the kernel, e.g. a GPU driver); reaping it in the background";
-    report.wall_seconds = std::chrono::duration<double>(now - clone_time).count();
+    report.wall_seconds = std::chrono::duration<double>(Clock::now() - clone_time).count();
     if (cgroup) add_cgroup_stats(*cgroup, report);
     orphan.armed = false;
     reap_in_background(pid, pidfd.release(), std::move(cgroup));
@@ -539,8 +615,8 @@ Report run(const Policy& policy) {
     if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "wait4");
   }
   orphan.armed = false;
-  if (!exited_at) exited_at = Clock::now();
-  report.wall_seconds = std::chrono::duration<double>(*exited_at - clone_time).count();
+  if (!w.exited_at) w.exited_at = Clock::now();
+  report.wall_seconds = std::chrono::duration<double>(*w.exited_at - clone_time).count();
   report.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                        static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   report.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024u;
@@ -552,59 +628,13 @@ Report run(const Policy& policy) {
   netns.reusable = true;  // init is reaped: its pid namespace, and every process in it, is gone
   // Launched by the zygote: the plan (for error descriptions and seccomp facts) is built here
   // only when needed; it comes out the same, from the same policy.
-  const bool sigsys_status = have_status && WIFSIGNALED(command_status.wait_status) &&
-                             WTERMSIG(command_status.wait_status) == SIGSYS;
-  if (!have_plan && (have_setup_error || !seen_calls.empty() || sigsys_status)) {
+  const ChildMessages& m = w.messages;
+  if (!have_plan && (m.setup_error || !m.seen_calls.empty() || m.command_died_of(SIGSYS))) {
     std::string ignored;
     have_plan = build_child_plan(policy, plan, &ignored);
   }
-  if (have_violation) {
-    report.seccomp_syscall = violation.nr;
-    report.seccomp_arch = seccomp_arch_name(violation.arch, violation.nr);
-    report.seccomp_syscall_name = seccomp_syscall_name(violation.arch, violation.nr);
-  }
-  for (const auto& [nr, arch] : seen_calls) {
-    std::string name = seccomp_syscall_name(arch, nr);
-    if (arch != plan.native_arch || (nr & 0x40000000)) name = seccomp_arch_name(arch, nr) + ":" + name;
-    report.seccomp_log.push_back(name);
-  }
-  std::sort(report.seccomp_log.begin(), report.seccomp_log.end());
-  report.seccomp_log.erase(std::unique(report.seccomp_log.begin(), report.seccomp_log.end()),
-                           report.seccomp_log.end());
-  // A command that died of SIGSYS under a kill-process bad-arch action (kernels without
-  // user-notification for bad arches) is a violation of an unknown call.
-  const bool sigsys = sigsys_status && plan.seccomp && plan.seccomp->badarch_kills && !plan.seccomp_log;
-
-  if (report.oom_killed && !have_setup_error) {
-    report.outcome = Outcome::MemoryLimit;
-  } else if (killed == Killed::Wall) {
-    report.outcome = Outcome::WallTimeout;
-  } else if (killed == Killed::Output) {
-    report.outcome = Outcome::OutputLimit;
-  } else if (killed == Killed::Cancel) {
-    report.outcome = Outcome::Cancelled;
-  } else if (have_setup_error) {
-    report.outcome = Outcome::SetupFailed;
-    report.error = describe_setup_error(plan, policy, setup_error);
-  } else if (have_violation || sigsys) {
-    report.outcome = Outcome::SeccompViolation;
-    if (!have_violation) report.seccomp_syscall_name = "unknown (SIGSYS: a non-native ABI)";
-  } else if (have_status && WIFEXITED(command_status.wait_status)) {
-    report.outcome = Outcome::Exited;
-    report.exit_code = WEXITSTATUS(command_status.wait_status);
-  } else if (have_status && WIFSIGNALED(command_status.wait_status)) {
-    report.outcome = Outcome::Signaled;
-    report.signal = WTERMSIG(command_status.wait_status);
-  } else if (WIFSIGNALED(wstatus)) {
-    // init itself was killed from outside (OOM killer, an operator): the command went with it.
-    report.outcome = Outcome::Signaled;
-    report.signal = WTERMSIG(wstatus);
-    report.error = "sandbox init killed by signal " + std::to_string(report.signal);
-  } else {
-    report.outcome = Outcome::SetupFailed;
-    report.error = "sandbox init exited (status " + std::to_string(WEXITSTATUS(wstatus)) +
-                   ") without reporting the command";
-  }
+  add_seccomp_facts(report, m, plan);
+  decide_outcome(report, w, plan, policy, wstatus);
   return report;
 }
 
