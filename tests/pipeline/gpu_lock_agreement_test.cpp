@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -23,22 +24,33 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// python3 holding the worker's lock (shared or not) for `hold_s`, or timing its own acquire:
-// writes "ready" to `mark` once it holds the lock, and its wait in seconds to `waited`.
-pid_t python_lock(const fs::path& lock, bool shared, double hold_s, const fs::path& mark, const fs::path& waited) {
+// python3 holding the worker's lock (shared or not) for `hold` (seconds, or until a file of that
+// name exists), or timing its own acquire: writes "asking" to `mark`.asking just before it asks,
+// "ready" to `mark` once it holds the lock, and its wait in seconds to `waited`.
+pid_t python_lock(const fs::path& lock, bool shared, const std::string& hold, const fs::path& mark,
+                  const fs::path& waited) {
   const std::string code =
-      "import sys, time; sys.path.insert(0, '" KJ_PYTHON_DIR "')\n"
+      "import os, sys, time; sys.path.insert(0, '" KJ_PYTHON_DIR "')\n"
       "from kjudge_worker.gpu_lock import GpuLock\n"
-      "l = GpuLock(sys.argv[1], shared=sys.argv[2] == '1'); w = l.acquire()\n"
+      "l = GpuLock(sys.argv[1], shared=sys.argv[2] == '1')\n"
+      "open(sys.argv[3] + '.asking', 'w').write('asking'); w = l.acquire()\n"
       "open(sys.argv[4], 'w').write(str(w)); open(sys.argv[3], 'w').write('ready')\n"
-      "time.sleep(float(sys.argv[5])); l.release()\n";
+      "hold = sys.argv[5]\n"
+      "if hold.replace('.', '', 1).isdigit(): time.sleep(float(hold))\n"
+      "else:\n"
+      "    while not os.path.exists(hold): time.sleep(0.01)\n"
+      "l.release()\n";
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::execl("/usr/bin/python3", "python3", "-c", code.c_str(), lock.c_str(), shared ? "1" : "0", mark.c_str(),
-            waited.c_str(), std::to_string(hold_s).c_str(), static_cast<char*>(nullptr));
+            waited.c_str(), hold.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   return pid;
+}
+
+pid_t python_lock(const fs::path& lock, bool shared, double hold_s, const fs::path& mark, const fs::path& waited) {
+  return python_lock(lock, shared, std::to_string(hold_s), mark, waited);
 }
 
 bool wait_for_file(const fs::path& f, double seconds) {
@@ -101,18 +113,26 @@ TEST_F(GpuLockAgreement, TheWorkersSharedLockWaitsForTheDaemonsExclusiveHolder) 
 // The turnstile: an exclusive request that waits behind shared holders holds the turnstile, so a
 // shared request arriving after it waits too (the timed loop is not starved by a stream of them).
 TEST_F(GpuLockAgreement, ASharedRequestQueuesBehindAWaitingExclusiveOne) {
-  const pid_t first = python_lock(lock_, true, 2.0, dir_ / "ready1", dir_ / "waited1");
+  // Ordered by files, not by sleeps (python's start-up on a loaded machine took longer than any
+  // fixed pause): the first shared holder holds until told; the daemon waits for it in the
+  // turnstile; a second shared request that arrives then must not join the first holder.
+  const pid_t first = python_lock(lock_, true, (dir_ / "release1").string(), dir_ / "ready1", dir_ / "waited1");
   ASSERT_TRUE(wait_for_file(dir_ / "ready1", 30));
-  pid_t second = -1;
-  std::thread exclusive([&] { kj::GpuLock held(lock_); std::this_thread::sleep_for(std::chrono::milliseconds(800)); });
+  std::atomic<bool> exclusive_held{false};
+  std::thread exclusive([&] {
+    kj::GpuLock held(lock_);
+    exclusive_held = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the daemon is now waiting, in the turnstile
-  second = python_lock(lock_, true, 0.0, dir_ / "ready2", dir_ / "waited2");
+  const pid_t second = python_lock(lock_, true, 0.0, dir_ / "ready2", dir_ / "waited2");
+  ASSERT_TRUE(wait_for_file(dir_ / "ready2.asking", 30));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its flock call is made by now
+  EXPECT_FALSE(exclusive_held) << "the daemon took its lock while a shared holder held it";
+  EXPECT_FALSE(fs::exists(dir_ / "ready2")) << "a shared request overtook the waiting exclusive one";
+  std::ofstream(dir_ / "release1") << "go";
   exclusive.join();
   ASSERT_TRUE(wait_for_file(dir_ / "ready2", 30));
-  // the second shared holder waited at least for the daemon's 0.8 s hold (without the turnstile it
-  // joins the first holder at once: ~0 s); the first holder's share of its wait depends on how
-  // long python took to start on a loaded machine
-  EXPECT_GT(read_double(dir_ / "waited2"), 0.6) << "a shared request overtook the waiting exclusive one";
   for (pid_t p : {first, second}) {
     int status = 0;
     ::waitpid(p, &status, 0);
