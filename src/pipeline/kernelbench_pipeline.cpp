@@ -26,6 +26,7 @@
 #include "pipeline/kernelbench_speedup.h"
 #include "pipeline/loop_marks.h"
 #include "pipeline/kernelbench_roofline.h"
+#include "pipeline/job_limits.h"
 #include "pipeline/kernelbench_legality.h"
 #include "pipeline/pipeline_util.h"
 #include "pipeline/sandbox_profiles.h"
@@ -44,7 +45,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr unsigned kDefaultWarmup = 3, kDefaultMaxTrials = 100, kDefaultMinTrials = 10, kAudits = 3;
+constexpr unsigned kAudits = 3;
 // Candidates together get this share of the device, each as much as the worker estimates for its
 // job (its input copies, outputs, timing pool); the rest is the worker's cache, its one large set in
 // use at a time, the contexts and torch's allocator slack.
@@ -124,13 +125,12 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   const bool compat = job.options().strictness() == v1::COMPAT_KERNELBENCH;
   const std::string backend = kernelbench_backend_name(task.backend());
   const bool gpu = backend != "cpu";
-  const std::uint32_t compile_ms =
-      job.limits().compile_wall_ms() ? job.limits().compile_wall_ms() : cfg.kernelbench.compile_wall_ms;
-  const std::uint32_t run_ms = job.limits().run_wall_ms() ? job.limits().run_wall_ms() : cfg.kernelbench.run_wall_ms;
-  const std::uint64_t output_bytes = cfg.limits.output_bytes;
+  const JobLimits limits = job_limits(job, cfg);
+  const std::uint32_t compile_ms = limits.compile_ms, run_ms = limits.run_ms;
+  const std::uint64_t output_bytes = limits.output_bytes;
   const auto& tcfg = job.options().timing();
-  const unsigned max_trials = tcfg.skip() ? 0 : (tcfg.max_trials() ? tcfg.max_trials() : kDefaultMaxTrials);
-  const unsigned min_trials = std::min(max_trials, tcfg.min_trials() ? tcfg.min_trials() : kDefaultMinTrials);
+  const TrialPlan trials = trial_plan(job);
+  const unsigned max_trials = trials.max_trials, min_trials = trials.min_trials;
   const unsigned budget_ms = tcfg.budget_ms() ? tcfg.budget_ms() : std::min(run_ms / 4, 3000u);
   const std::string device_profile = gpu ? "nvidia-cuda" : "";
 
@@ -180,7 +180,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   const GroupSeeds seeds = compat ? GroupSeeds::kernelbench() : group_seeds(job);
   std::vector<unsigned> audits;
   if (!compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
-  json timing = {{"warmup", tcfg.warmup() ? tcfg.warmup() : kDefaultWarmup},
+  json timing = {{"warmup", trials.warmup},
                  {"min_trials", min_trials},
                  {"max_trials", max_trials},
                  {"budget_ms", budget_ms},

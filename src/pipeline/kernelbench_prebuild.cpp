@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "pipeline/job_limits.h"
 #include "pipeline/kernelbench_build.h"
 #include "pipeline/workspace.h"
 
@@ -20,13 +21,12 @@ PrebuildOutcome prebuild_kernelbench(const v1::Job& job, const Config& cfg, Buil
   ws.write_file(build_dir / "reference.py", task.reference_py());
   json overrides = json::object();
   for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
-  const std::uint32_t compile_ms =
-      job.limits().compile_wall_ms() ? job.limits().compile_wall_ms() : cfg.kernelbench.compile_wall_ms;
+  const JobLimits limits = job_limits(job, cfg);
   v1::Result r;
   const KernelBenchBuild built =
       build_kernelbench(job, cfg,
-                        {kernelbench_backend_name(task.backend()), build_dir, src.completion, overrides, compile_ms,
-                         cfg.limits.output_bytes, &store, /*leased=*/true},
+                        {kernelbench_backend_name(task.backend()), build_dir, src.completion, overrides, limits.compile_ms,
+                         limits.output_bytes, &store, /*leased=*/true},
                         r);
   PrebuildOutcome out;
   out.verdict = built.failure ? v1::Verdict_Name(built.failure->verdict) : "OK";

@@ -15,6 +15,7 @@
 #include "pipeline/compare.h"
 #include "pipeline/dtype.h"
 #include "pipeline/engine_checks.h"
+#include "pipeline/job_limits.h"
 #include "pipeline/reference_meaning.h"
 #include "pipeline/compile_diagnostics.h"
 #include "pipeline/gpu_lock.h"
@@ -34,7 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr unsigned kDefaultWarmup = 3, kDefaultMaxTrials = 100, kDefaultMinTrials = 10, kDefaultSets = 4;
+constexpr unsigned kDefaultSets = 4;
 constexpr unsigned kTimingPoolExtra = 3;  // extra declared-distribution sets the timed loop rotates through
 constexpr unsigned kAudits = 4;
 constexpr double kTargetRelCi = 0.01;
@@ -215,14 +216,11 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
   const auto& task = job.native();
   const Toolchain& tc = *toolchain_for(task.language());  // validated before
   const auto& cfg = ctx.config;
-  const Budget budget{job.limits().compile_wall_ms() ? job.limits().compile_wall_ms() : cfg.limits.compile_wall_ms,
-                      job.limits().run_wall_ms() ? job.limits().run_wall_ms() : cfg.limits.run_wall_ms,
-                      job.limits().output_bytes() ? std::min(job.limits().output_bytes(), cfg.limits.output_bytes)
-                                                  : cfg.limits.output_bytes};
+  const JobLimits limits = job_limits(job, cfg);
+  const Budget budget{limits.compile_ms, limits.run_ms, limits.output_bytes};
   const auto& timing = job.options().timing();
-  const unsigned warmup = timing.warmup() ? timing.warmup() : kDefaultWarmup;
-  const unsigned max_trials = timing.skip() ? 0 : (timing.max_trials() ? timing.max_trials() : kDefaultMaxTrials);
-  const unsigned min_trials = std::min(max_trials, timing.min_trials() ? timing.min_trials() : kDefaultMinTrials);
+  const TrialPlan trials = trial_plan(job);
+  const unsigned warmup = trials.warmup, max_trials = trials.max_trials, min_trials = trials.min_trials;
   const unsigned budget_ms = timing.budget_ms() ? timing.budget_ms() : std::min(budget.run_ms / 4, 3000u);
   const unsigned nsets = job.options().correctness_sets() ? job.options().correctness_sets() : kDefaultSets;
   const unsigned pool_extra = max_trials ? kTimingPoolExtra : 0;
