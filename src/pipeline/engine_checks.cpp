@@ -10,6 +10,8 @@
 #include <set>
 
 #include "pipeline/dtype.h"
+#include "common/random.h"
+#include "pipeline/stats.h"
 #include "runner/clock_marks.h"
 #include "runner/engine_math.h"
 
@@ -28,12 +30,6 @@ std::uint64_t digest_str(const std::string& s, std::uint64_t h = 0xcbf29ce484222
   return kjudge::digest64(std::as_bytes(std::span(s.data(), s.size())), h);
 }
 
-std::uint64_t random_u64() {
-  std::uint64_t v = 0;
-  if (::getrandom(&v, sizeof(v), 0) != sizeof(v)) throw std::runtime_error("getrandom failed");
-  return v;
-}
-
 bool is_output(const v1::Argument& a) { return a.has_tensor() && a.tensor().role() != v1::IN; }
 
 }  // namespace
@@ -49,11 +45,6 @@ Decision cheat(v1::Result& r, v1::CheatClass c, std::string message) {
   return {v1::CHEAT, std::move(message)};
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 
 InputDigests digest_input_sets(const v1::NativeTask& task, const std::vector<InputSet>& sets) {
@@ -99,7 +90,6 @@ std::vector<unsigned> pick_audit_calls(unsigned below, unsigned count) {
   return {picked.begin(), picked.end()};
 }
 
-std::string random_suffix() { return fmt::format(".{:016x}", random_u64()); }
 
 namespace {
 // 'S', one 'T' per timed call, 'E' — exactly, or nullopt. Returns the span S..E in ms.

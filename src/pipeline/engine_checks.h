@@ -39,7 +39,6 @@ struct ClockCheck {
   double forged_slack_ms = 1.0;
 };
 std::optional<Decision> check_daemon_clock(const ClockCheck& check, kjudge::v1::Result& r);
-double median(std::vector<double> v);
 
 // set index -> arg index -> digest64 of the bytes the daemon wrote.
 using InputDigests = std::map<unsigned, std::map<int, std::uint64_t>>;
@@ -56,7 +55,6 @@ std::uint64_t outputs_digest_of_dir(const kjudge::v1::NativeTask& task, const st
 // `count` distinct call indices in [0, below), from the OS entropy pool.
 std::vector<unsigned> pick_audit_calls(unsigned below, unsigned count);
 
-std::string random_suffix();
 
 // Harness time per timed call outside the timed region, from a clean (reference) run:
 // (daemon-clock span of the loop - in-process sum) / calls. 0 when the marks are unusable.

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "pipeline/engine_checks.h"
+#include "common/random.h"
 #include "pipeline/sha256.h"
 
 namespace kj {

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "pipeline/build_claim.h"
-#include "pipeline/engine_checks.h"
+#include "common/random.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;

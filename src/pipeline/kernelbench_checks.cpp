@@ -8,6 +8,7 @@
 #include "pipeline/engine_checks.h"
 #include "pipeline/loop_marks.h"
 #include "pipeline/pipeline_util.h"
+#include "pipeline/stats.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;

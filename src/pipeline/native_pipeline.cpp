@@ -14,6 +14,7 @@
 #include "pipeline/build_claim.h"
 #include "pipeline/compare.h"
 #include "pipeline/dtype.h"
+#include "common/random.h"
 #include "pipeline/engine_checks.h"
 #include "pipeline/job_limits.h"
 #include "pipeline/reference_meaning.h"

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "pipeline/engine_checks.h"
+#include "common/random.h"
 
 namespace kj {
 

@@ -57,4 +57,10 @@ Interval mean_interval(std::span<const double> xs) {
   return {mean - half, mean + half};
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
 }  // namespace kj

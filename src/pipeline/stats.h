@@ -3,6 +3,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kjudge/v1/result.pb.h"
 
@@ -15,6 +16,8 @@ struct Interval {
 };
 // 95% distribution-free interval of the median (order statistics); {0, 0} under 5 values.
 Interval median_interval(std::span<const double> xs);
+// The median; 0 of no values.
+double median(std::vector<double> v);
 // 95% interval of the mean (normal approximation); {0, 0} under 2 values.
 Interval mean_interval(std::span<const double> xs);
 

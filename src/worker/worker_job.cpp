@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "pipeline/engine_checks.h"
+#include "common/random.h"
 #include "pipeline/pipeline_util.h"
 
 namespace kj {
