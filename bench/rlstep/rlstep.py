@@ -258,13 +258,13 @@ def fmt(x, f="%.1f"):
 def step_report(a):
     rows, windows = load(os.path.join(a.out, "rows.jsonl")), load(os.path.join(a.out, "windows.jsonl"))
     smi = smi_rows(os.path.join(a.out, "smi.csv"))
-    submitted = len(entries_of(a))
-    kb_n = len(kb_subset(entries_of(a), a.kb_n))
+    entries = entries_of(a)
+    submitted, kb_n = len(entries), len(kb_subset(entries, a.kb_n))
     table = run_table(rows, windows, smi, a.gpus, submitted, kb_n)
     build_cpu = [r["phase_seconds"].get("build.cpu_seconds") for r in rows if r["step"] == "a"
                  and r.get("phase_seconds", {}).get("build.cpu_seconds")]
     out = ["# RL-step benchmark (bench/rlstep)", "", "- date: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-           "- candidates: %d distinct sources (manifest %s)" % (len(entries_of(a)), os.path.basename(a.manifest)),
+           "- candidates: %d distinct sources (manifest %s)" % (submitted, os.path.basename(a.manifest)),
            "- GPUs: %d" % a.gpus, "",
            "| run | makespan s | judged / submitted | candidates / h / GPU | GPU util mean % | GPU busy share | node CPU-s / candidate | verdicts |",
            "|---|---|---|---|---|---|---|---|"]

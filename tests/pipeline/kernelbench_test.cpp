@@ -36,6 +36,11 @@ kj::LegalityTrace trace(std::vector<std::string> ops, std::vector<std::string> k
   return t;
 }
 
+// The kernels a GPU run's trace recorded, no dispatcher ops, classified.
+kj::LegalityClass classify_kernels(std::vector<std::string> kernels) {
+  return kj::classify_legality(trace({}, std::move(kernels), 0, true));
+}
+
 TEST(KernelBenchLegality, PlumbingIsAllowedComputeIsNot) {
   const auto c = kj::classify_legality(trace({"aten::empty_like", "aten::view", "aten::mm", "aten::mm", "aten::relu"}, {}, 1, false));
   EXPECT_EQ(c.forbidden_ops, (std::vector<std::string>{"aten::mm", "aten::relu"}));  // distinct, first-seen order
@@ -52,12 +57,10 @@ TEST(KernelBenchLegality, OpsInTheCandidatesOwnNamespaceAreCustomWork) {
 }
 
 TEST(KernelBenchLegality, KernelsAreLibraryFrameworkOrCustomByVendorNaming) {
-  const auto c = kj::classify_legality(trace(
-      {}, {"ampere_sgemm_128x64_nn", "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32",
-           "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >",
-           "kb_gemm_kernel(float const*, float const*, float*, int, int, int)",
-           "sgemm_tiled_kernel(float const*, float const*, float*, int, int, int)", "Memcpy HtoD (Pageable -> Device)"},
-      0, true));
+  const auto c = classify_kernels({"ampere_sgemm_128x64_nn", "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32",
+      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >",
+      "kb_gemm_kernel(float const*, float const*, float*, int, int, int)",
+      "sgemm_tiled_kernel(float const*, float const*, float*, int, int, int)", "Memcpy HtoD (Pageable -> Device)"});
   EXPECT_EQ(c.library_kernels, 2u);
   EXPECT_EQ(c.framework_kernels, 1u);
   EXPECT_EQ(c.custom_kernels, 2u);  // a candidate's kernel named *gemm* or sgemm_* is still its own
@@ -66,31 +69,25 @@ TEST(KernelBenchLegality, KernelsAreLibraryFrameworkOrCustomByVendorNaming) {
 // Found on an H100 (rlstep, 2026-11-27): honest reductions named sum_reduce_kernel and
 // argmax_reduce_kernel were DECOY, a bare "reduce_kernel" pattern calling them the framework's.
 TEST(KernelBenchLegality, AKernelIsNamedByItsOwnQualifiedNameNotByAWordInIt) {
-  const auto c = kj::classify_legality(trace(
-      {}, {"sum_reduce_kernel(float const*, float*, long long, long long, long long)",
-           "void relu_elementwise_kernel<float>(at::GenericPackedTensorAccessor<float, 3ul, at::RestrictPtrTraits, int>)",
-           "void add_kernel<c10::Half>(c10::Half const*, c10::Half*, int)", "conv_fprop_kernel(float const*, float*)",
-           "my_sm90_gemm(float const*, float*)", "void mykb::(anonymous namespace)::conv_winograd_tile(float*)",
-           "_Z17sum_reduce_kernelPKfPfxxx"},
-      0, true));
+  const auto c = classify_kernels({"sum_reduce_kernel(float const*, float*, long long, long long, long long)",
+      "void relu_elementwise_kernel<float>(at::GenericPackedTensorAccessor<float, 3ul, at::RestrictPtrTraits, int>)",
+      "void add_kernel<c10::Half>(c10::Half const*, c10::Half*, int)", "conv_fprop_kernel(float const*, float*)",
+      "my_sm90_gemm(float const*, float*)", "void mykb::(anonymous namespace)::conv_winograd_tile(float*)",
+      "_Z17sum_reduce_kernelPKfPfxxx"});
   EXPECT_EQ(c.custom_kernels, 7u);
   EXPECT_EQ(c.library_kernels + c.framework_kernels, 0u);
 
-  const auto f = kj::classify_legality(trace(
-      {}, {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4, 4>)",
-           "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 3, 128, 1>(float*, int)",
-           "void at_cuda_detail::cub::DeviceScanKernel<float>(float*)", "_ZN2at6native29vectorized_elementwise_kernelILi4EEEviT0_",
-           "triton_poi_fused_relu_0"},
-      0, true));
+  const auto f = classify_kernels({"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4, 4>)",
+      "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 3, 128, 1>(float*, int)",
+      "void at_cuda_detail::cub::DeviceScanKernel<float>(float*)", "_ZN2at6native29vectorized_elementwise_kernelILi4EEEviT0_",
+      "triton_poi_fused_relu_0"});
   EXPECT_EQ(f.framework_kernels, 5u);
   EXPECT_EQ(f.custom_kernels, 0u);
 
-  const auto l = kj::classify_legality(trace(
-      {}, {"void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, float> >(float)",
-           "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4>(cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4::Params)",
-           "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)",
-           "void internal::gemvx::kernel<int, int, float>(float)", "_Z14gemv2T_kernelPf"},
-      0, true));
+  const auto l = classify_kernels({"void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, float> >(float)",
+      "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4>(cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4::Params)",
+      "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)",
+      "void internal::gemvx::kernel<int, int, float>(float)", "_Z14gemv2T_kernelPf"});
   EXPECT_EQ(l.library_kernels, 5u);
   EXPECT_EQ(l.custom_kernels, 0u);
 }
