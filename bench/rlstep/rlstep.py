@@ -147,11 +147,17 @@ def builds_done(log_path, job_ids):
 
 
 def step_b_judge(a):
+    """The GPU phase on GPUs 0..--gpus-1: the jobs b-build queued, or (--resubmit, a later GPU
+    phase) the batch submitted again, its builds then all in the store."""
     judge = QueueJudge(a.redis, TENANT, a.kjudge)
-    by_candidate = {e["candidate"]: e for e in entries_of(a)}
-    jobs = {j: (by_candidate[c], time.time()) for j, c in json.load(open(os.path.join(a.out, "jobs-b.json"))).items()}
-    with Window(a.out, "b-judge"):
-        wait_all(a, judge, "b", jobs)
+    step = "b-g%d" % a.gpus
+    with Window(a.out, "b-judge-g%d" % a.gpus):
+        if a.resubmit:
+            jobs = submit_all(a, judge, step)
+        else:
+            by_candidate = {e["candidate"]: e for e in entries_of(a)}
+            jobs = {j: (by_candidate[c], time.time()) for j, c in json.load(open(os.path.join(a.out, "jobs-b.json"))).items()}
+        wait_all(a, judge, step, jobs)
 
 
 def kb_subset(entries, n):
@@ -202,35 +208,42 @@ def kb_verdict(row):
 # ---------------------------------------------------------------- report
 
 def smi_rows(path):
-    """[(unix time, util %)] from nvidia-smi's csv (timestamp, utilization.gpu, memory.used)."""
+    """[(unix time, GPU index, util %)] from nvidia-smi's csv (timestamp, index, utilization.gpu,
+    memory.used; files without the index column are GPU 0's)."""
     out = []
     for line in open(path) if os.path.exists(path) else []:
         parts = [p.strip() for p in line.split(",")]
         try:
             t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
-            out.append((t.timestamp(), float(parts[1])))
+            gpu, util = (int(parts[1]), float(parts[2])) if len(parts) >= 4 else (0, float(parts[1]))
+            out.append((t.timestamp(), gpu, util))
         except (ValueError, IndexError):
             continue
     return out
 
 
-def gpu_share(smi, start, end):
-    """(mean utilization %, share of samples with a kernel running) over [start, end]."""
-    xs = [u for t, u in smi if start <= t <= end]
+def gpu_share(smi, start, end, gpus=1):
+    """(mean utilization %, share of samples with a kernel running) of GPUs 0..gpus-1 over [start, end]."""
+    xs = [u for t, g, u in smi if start <= t <= end and g < gpus]
     if not xs:
         return None, None
     return statistics.mean(xs), sum(1 for u in xs if u > 0) / len(xs)
 
 
-def run_table(rows, windows, smi, gpus, submitted, kb_n):
-    """One line per run: (name, the steps whose windows make its makespan, the step whose rows are
-    its verdicts). Runs a and b submit the whole manifest (`submitted` candidates), c its subset
-    (`kb_n`)."""
-    runs = [("a: kjudge alone", ["a"], "a"), ("b: builds supplied (build phase)", ["b-build"], None),
-            ("b: builds supplied (GPU phase)", ["b-judge"], "b"), ("b: builds supplied (total)", ["b-build", "b-judge"], "b"),
-            ("c: KernelBench (builds, then evaluation)", ["c-build", "c-eval"], "c")]
+def run_names(windows):
+    """(name, the steps whose windows make its makespan, the step whose rows are its verdicts, GPUs
+    it ran on) per run. Run b has one GPU phase per GPU count (b-judge-g<n>, rows b-g<n>)."""
+    runs = [("a: kjudge alone", ["a"], "a", 1), ("b: builds supplied (build phase)", ["b-build"], None, 1)]
+    for n in sorted({int(w["step"][len("b-judge-g"):]) for w in windows if w["step"].startswith("b-judge-g")}):
+        runs.append(("b: builds supplied (GPU phase, %d GPU%s)" % (n, "s" if n > 1 else ""), ["b-judge-g%d" % n], "b-g%d" % n, n))
+    return runs + [("c: KernelBench (builds, then evaluation)", ["c-build", "c-eval"], "c", 1)]
+
+
+def run_table(rows, windows, smi, submitted, kb_n):
+    """One line per run of run_names. Runs a and b submit the whole manifest (`submitted`
+    candidates), c its subset (`kb_n`)."""
     table = []
-    for name, steps, verdict_step in runs:
+    for name, steps, verdict_step, gpus in run_names(windows):
         ws = [w for w in windows if w["step"] in steps]
         if not ws:
             continue
@@ -241,9 +254,9 @@ def run_table(rows, windows, smi, gpus, submitted, kb_n):
         counts = {}
         for r in rs:
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-        util, busy = gpu_share(smi, start, end)
+        util, busy = gpu_share(smi, start, end, gpus)
         n = kb_n if verdict_step == "c" else submitted
-        table.append({"run": name, "makespan_s": span, "candidates": n, "judged": len(judged),
+        table.append({"run": name, "gpus": gpus, "makespan_s": span, "candidates": n, "judged": len(judged),
                       "per_hour_per_gpu": (len(judged) / span * 3600 / gpus) if span and judged else None,
                       "gpu_util_mean": util, "gpu_busy_share": busy,
                       "cpu_s_per_candidate": (sum(w["cpu_s"] for w in ws) / n) if n else None,
@@ -260,12 +273,12 @@ def step_report(a):
     smi = smi_rows(os.path.join(a.out, "smi.csv"))
     entries = entries_of(a)
     submitted, kb_n = len(entries), len(kb_subset(entries, a.kb_n))
-    table = run_table(rows, windows, smi, a.gpus, submitted, kb_n)
+    table = run_table(rows, windows, smi, submitted, kb_n)
     build_cpu = [r["phase_seconds"].get("build.cpu_seconds") for r in rows if r["step"] == "a"
                  and r.get("phase_seconds", {}).get("build.cpu_seconds")]
     out = ["# RL-step benchmark (bench/rlstep)", "", "- date: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
            "- candidates: %d distinct sources (manifest %s)" % (submitted, os.path.basename(a.manifest)),
-           "- GPUs: %d" % a.gpus, "",
+           "- GPUs: runs a and c on GPU 0, b's GPU phases on GPUs 0..n-1 (n in the run's name)", "",
            "| run | makespan s | judged / submitted | candidates / h / GPU | GPU util mean % | GPU busy share | node CPU-s / candidate | verdicts |",
            "|---|---|---|---|---|---|---|---|"]
     for t in table:
@@ -282,6 +295,13 @@ def step_report(a):
         how = "" if kb_n == submitted else (" (c ran %d of the %d candidates; its makespan scaled by %d/%d to %.0f s: "
                                            "an estimate, not a measurement)" % (kb_n, submitted, submitted, kb_n, c_span))
         out += ["", "Makespan a / c = %.2f (target <= 0.33)%s." % (by["a"]["makespan_s"] / c_span, how)]
+    phases = [t for t in table if t["run"].startswith("b: builds supplied (GPU phase") and t["per_hour_per_gpu"]]
+    one = [t for t in phases if t["gpus"] == 1]
+    for t in phases:
+        if one and t["gpus"] > 1:
+            rate, rate1 = t["per_hour_per_gpu"] * t["gpus"], one[0]["per_hour_per_gpu"]
+            out += ["", "b's GPU phase on %d GPUs: %.0f candidates/h against %.0f on one GPU: %.2fx (ideal %d)." % (
+                t["gpus"], rate, rate1, rate / rate1, t["gpus"])]
     md = "\n".join(out) + "\n"
     open(os.path.join(a.out, "table.md"), "w").write(md)
     json.dump({"runs": table}, open(os.path.join(a.out, "results.json"), "w"), indent=1)
@@ -306,7 +326,8 @@ def main():
     ap.add_argument("--kb-n", type=int, default=0, help="c: evaluate only this many candidates, spread over the batch")
     ap.add_argument("--timeout-s", type=int, default=3600)
     ap.add_argument("--stall-s", type=int, default=180)
-    ap.add_argument("--gpus", type=int, default=1)
+    ap.add_argument("--gpus", type=int, default=1, help="b-judge: the judging node's GPUs (0..gpus-1)")
+    ap.add_argument("--resubmit", action="store_true", help="b-judge: submit the batch again (a later GPU phase)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     STEPS[a.step](a)

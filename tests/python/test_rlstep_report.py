@@ -1,5 +1,6 @@
 """bench/rlstep's report: run c may evaluate a subset of the batch (KB_N); its count, rate and CPU
 share are its own, and its makespan is scaled to the batch only in a line that says so."""
+import datetime
 import json
 import os
 import subprocess
@@ -39,3 +40,29 @@ def test_report_counts_c_on_its_subset(tmp_path):
     table = (tmp_path / "table.md").read_text()
     # c's 60 s for 2 of 8 scales to 240 s: a / c = 100 / 240
     assert "Makespan a / c = 0.42" in table and "c ran 2 of the 8 candidates" in table and "not a measurement" in table
+
+
+def test_gpu_phases_count_their_own_gpus(tmp_path):
+    """b's GPU phases on 1 and 4 GPUs: each its own rate per GPU and busy share over its GPUs only,
+    and the scaling line compares their whole-node rates."""
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps([{"candidate": "c%d.py" % i, "problem": "p"} for i in range(8)]))
+    write_jsonl(tmp_path / "windows.jsonl", [
+        {"step": "b-judge-g1", "start": 1000, "end": 1080, "cpu_s": 0},
+        {"step": "b-judge-g4", "start": 2000, "end": 2040, "cpu_s": 0}])
+    write_jsonl(tmp_path / "rows.jsonl", [{"step": "b-g1", "verdict": "OK"}] * 8 + [{"step": "b-g4", "verdict": "OK"}] * 8)
+    # GPU 0 busy in both windows, GPUs 1-3 idle in the first (not its GPUs) and half busy in the second
+    stamp = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+    lines = []
+    for t in range(1000, 1080, 10):
+        lines += ["%s, %d, %d, 100" % (stamp(t), g, 80 if g == 0 else 0) for g in range(4)]
+    for i, t in enumerate(range(2000, 2040, 10)):
+        lines += ["%s, %d, %d, 100" % (stamp(t), g, 80 if g == 0 or i % 2 else 0) for g in range(4)]
+    (tmp_path / "smi.csv").write_text("\n".join(lines) + "\n")
+    subprocess.run([sys.executable, os.path.join(REPO, "bench", "rlstep", "rlstep.py"), "report", "--manifest", str(manifest),
+                    "--dataset", str(tmp_path), "--out", str(tmp_path)], check=True, capture_output=True)
+    runs = {r["gpus"]: r for r in json.load(open(tmp_path / "results.json"))["runs"]}
+    assert runs[1]["per_hour_per_gpu"] == 8 / 80 * 3600 and runs[1]["gpu_busy_share"] == 1.0
+    assert runs[4]["per_hour_per_gpu"] == 8 / 40 * 3600 / 4
+    assert runs[4]["gpu_busy_share"] == (4 + 3 * 2) / 16  # GPU 0 always, GPUs 1-3 in 2 of 4 samples
+    assert "on 4 GPUs: 720 candidates/h against 360 on one GPU: 2.00x (ideal 4)" in (tmp_path / "table.md").read_text()
