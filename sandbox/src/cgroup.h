@@ -1,4 +1,5 @@
-// Parent side: the job's cgroup (v2, or v1/hybrid with one directory per controller).
+// Parent side: the job's cgroup (v2, or v1/hybrid with one directory per controller). Each
+// hierarchy's own code is in cgroup_v1.cpp / cgroup_v2.cpp, the start-up in cgroup_setup.cpp.
 #pragma once
 
 #include <sys/types.h>
@@ -41,6 +42,12 @@ class JobCgroup {
 
  private:
   JobCgroup() = default;
+  static std::unique_ptr<JobCgroup> create_v1(const std::string& name, const CgroupLimits& limits, std::string* error);
+  static std::unique_ptr<JobCgroup> create_v2(const std::string& name, const CgroupLimits& limits, std::string* error);
+  CgroupStats stats_v1() const;
+  CgroupStats stats_v2() const;
+  void kill_v2();
+  bool empty_v2() const;
   bool v2_ = false;
   bool emptied_ = false;  // seen empty after init was reaped: nothing left to kill
   // v1 settings in force (pooled cgroups keep them) and what earlier runs left behind.
