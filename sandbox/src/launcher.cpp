@@ -417,6 +417,194 @@ void decide_outcome(Report& report, const Watched& w, const ChildPlan& plan, con
   }
 }
 
+// The four pipes between launcher and tree (both ends until the child holds its own) and the
+// child's stdin.
+struct Pipes {
+  Fd sync_r, sync_w, status_r, status_w, out_r, out_w, err_r, err_w, stdin_fd;
+
+  bool open(const Policy& policy, std::string* error) {
+    stdin_fd.reset(::open(policy.stdin_path.empty() ? "/dev/null" : policy.stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!stdin_fd) {
+      *error = "open stdin " + policy.stdin_path + ": " + errno_text(errno);
+      return false;
+    }
+    make_pipe(sync_r, sync_w);
+    make_pipe(status_r, status_w);
+    make_pipe(out_r, out_w);
+    make_pipe(err_r, err_w);
+    return true;
+  }
+  // Our copies of the child's ends go: from then on EOF on a pipe means the tree let go of it.
+  void close_child_ends() {
+    sync_r.reset();
+    status_w.reset();
+    out_w.reset();
+    err_w.reset();
+    stdin_fd.reset();
+  }
+};
+
+// The job cgroup: limits and accounting for the whole tree. None (and no error) when the policy
+// asks for none, or the host has none and no limit needs one.
+bool make_cgroup(const Policy& policy, std::unique_ptr<JobCgroup>& cgroup, std::string* error) {
+  if (!policy.cgroup.enabled) return true;
+  std::string cg_error;
+  cgroup = JobCgroup::create(policy.cgroup, &cg_error);
+  if (cgroup || (cg_error.empty() && !policy.cgroup.memory_bytes && !policy.cgroup.pids && !policy.cgroup.cpu_quota))
+    return true;
+  std::string why;
+  cgroup_mode(&why);
+  *error = cg_error.empty() ? "cgroup limits requested but " + why : cg_error;
+  return false;
+}
+
+// The sandbox's init, cloned but not yet released.
+struct Started {
+  pid_t pid = -1;
+  int pidfd = -1;
+  bool need_attach = false;  // into the job cgroup by the launcher (v1, or no CLONE_INTO_CGROUP)
+  ChildPlan plan;            // built here only when cloned here (the zygote builds its own)
+  bool have_plan = false;
+};
+
+// In-process launch: the plan built here, a pooled network namespace entered for the clone.
+// false (error) when the plan cannot be built; throws when clone fails.
+bool start_here(const Policy& policy, Pipes& pipes, NetnsHold& netns, int cgroup_fd, Started& s, std::string* error) {
+  ChildPlan& plan = s.plan;
+  if (!build_child_plan(policy, plan, error)) {
+    netns.reusable = true;
+    return false;
+  }
+  s.have_plan = true;
+  plan.fd_sync_read = pipes.sync_r.get();
+  plan.fd_status_write = pipes.status_w.get();
+  plan.fd_stdin = pipes.stdin_fd.get();
+  plan.fd_stdout_write = pipes.out_w.get();
+  plan.fd_stderr_write = pipes.err_w.get();
+  // A pooled network namespace: this thread steps into it for the clone, the child inherits it.
+  if (netns.ns && !netns_enter(netns.ns->ns_fd)) netns.ns.reset();  // (closed by ~NetnsHold)
+  const bool new_netns = !policy.share_network && !netns.ns;
+  s.pid = clone_sandbox(!new_netns, &s.pidfd, cgroup_fd);
+  if (s.pid == 0) sandbox_init_main(plan);  // the child; never returns
+  if (s.pid < 0 && cgroup_fd >= 0 && errno != ENOMEM && errno != EAGAIN) {
+    // A kernel without CLONE_INTO_CGROUP: clone, then attach before releasing the child.
+    s.pid = clone_sandbox(!new_netns, &s.pidfd, -1);
+    if (s.pid == 0) sandbox_init_main(plan);
+    s.need_attach = true;
+  }
+  const int clone_errno = errno;
+  if (netns.ns) netns_leave();
+  if (s.pid < 0) {
+    netns.reusable = true;  // nothing ever ran in it
+    throw std::system_error(clone_errno, std::generic_category(), "clone3");
+  }
+  ++g_in_process;
+  return true;
+}
+
+// Cloned by the zygote when it is up (the ChildPlan is then built there), else here. false
+// (error) when the child cannot be set up; throws when clone fails.
+bool start(const Policy& policy, Pipes& pipes, NetnsHold& netns, int cgroup_fd, Started& s, std::string* error) {
+  ZygoteRequest zq;
+  zq.policy = &policy;
+  zq.fd_sync_read = pipes.sync_r.get();
+  zq.fd_status_write = pipes.status_w.get();
+  zq.fd_stdin = pipes.stdin_fd.get();
+  zq.fd_stdout_write = pipes.out_w.get();
+  zq.fd_stderr_write = pipes.err_w.get();
+  zq.netns_fd = netns.ns ? netns.ns->ns_fd : -1;
+  zq.new_netns = !policy.share_network && !netns.ns;
+  zq.cgroup_fd = cgroup_fd;
+  const ZygoteReply zr = zygote_launch(zq);
+  if (zr.kind == ZygoteReply::Lost) {
+    // The zygote died with our request: it may have cloned a child that holds these pipes and
+    // sits in that namespace. Launch in-process with fresh ones (that child, never released, exits).
+    if (netns.ns) netns_discard(*netns.ns);
+    netns.ns = policy.share_network ? std::nullopt : netns_acquire();
+    if (!pipes.open(policy, error)) return false;
+  }
+  if (zr.kind == ZygoteReply::PlanError) {
+    netns.reusable = true;
+    *error = zr.error;
+    return false;
+  }
+  if (zr.kind == ZygoteReply::CloneError) {
+    netns.reusable = true;
+    throw std::system_error(zr.clone_errno, std::generic_category(), "clone3 (zygote)");
+  }
+  if (zr.kind != ZygoteReply::Launched) return start_here(policy, pipes, netns, cgroup_fd, s, error);
+  s.pid = zr.pid;
+  s.pidfd = zr.pidfd;
+  s.need_attach = s.need_attach || zr.need_attach;
+  ++g_via_zygote;
+  return true;
+}
+
+// Two releases: after the id maps the child builds its root while we attach it to the job
+// cgroup (v1, or v2 without CLONE_INTO_CGROUP); after the attach it may fork the command.
+std::optional<std::string> release(const Policy& policy, const Started& s, Fd& sync_w, JobCgroup* cgroup) {
+  std::string error;
+  if (!write_id_maps(s.pid, policy, &error)) return "user namespace id maps: " + error;
+  if (!write_sync_byte(sync_w.get(), 'm')) return "release the child: " + errno_text(errno);
+  if (s.need_attach && !cgroup->attach(s.pid, &error)) return error;
+  (void)write_sync_byte(sync_w.get(), 'c');  // a child that died meanwhile reports why later
+  sync_w.reset();
+  return std::nullopt;
+}
+
+// Should anything between the clone and the reaping throw, the tree must not outlive run()
+// unwatched.
+struct Orphan {
+  pid_t pid;
+  Fd* pidfd;
+  bool armed = true;
+  ~Orphan() {
+    if (!armed) return;
+    syscall(SYS_pidfd_send_signal, pidfd->get(), SIGKILL, nullptr, 0u);
+    reap_in_background(pid, pidfd->release(), nullptr, false);
+  }
+};
+
+// The tree outlived SIGKILL by the grace (a process stuck in the kernel): reported, and reaped
+// in the background with its cgroup.
+void report_stuck(const Policy& policy, const Watched& w, Clock::time_point clone_time, pid_t pid, Fd& pidfd,
+                  std::unique_ptr<JobCgroup> cgroup, Report& report) {
+  report.outcome = w.killed == Killed::Cancel   ? Outcome::Cancelled
+                   : w.killed == Killed::Output ? Outcome::OutputLimit
+                                                : Outcome::WallTimeout;
+  report.stuck = true;
+  report.error = "the sandbox tree did not exit within " + std::to_string(policy.kill_grace.count()) +
+                 " ms of SIGKILL (a process stuck in the kernel, e.g. a GPU driver); reaping it in the background";
+  report.wall_seconds = std::chrono::duration<double>(Clock::now() - clone_time).count();
+  if (cgroup) add_cgroup_stats(*cgroup, report);
+  reap_in_background(pid, pidfd.release(), std::move(cgroup));
+}
+
+// init reaped: its times and peak, the cgroup's figures (the cgroup kept for reuse when clean),
+// then what the child reported decides the outcome.
+void report_exit(const Policy& policy, Watched& w, Clock::time_point clone_time, int wstatus, const rusage& ru,
+                 std::unique_ptr<JobCgroup> cgroup, Started& s, Report& report) {
+  if (!w.exited_at) w.exited_at = Clock::now();
+  report.wall_seconds = std::chrono::duration<double>(*w.exited_at - clone_time).count();
+  report.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  report.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024u;
+  if (cgroup) {
+    cgroup->reaped();  // init is gone, so is its pid namespace; this is belt and braces
+    add_cgroup_stats(*cgroup, report);
+    JobCgroup::recycle(std::move(cgroup));  // kept for a later run when empty and clean, else removed
+  }
+  // Launched by the zygote: the plan (for error descriptions and seccomp facts) is built here
+  // only when needed; it comes out the same, from the same policy.
+  const ChildMessages& m = w.messages;
+  if (!s.have_plan && (m.setup_error || !m.seen_calls.empty() || m.command_died_of(SIGSYS))) {
+    std::string ignored;
+    s.have_plan = build_child_plan(policy, s.plan, &ignored);
+  }
+  add_seccomp_facts(report, m, s.plan);
+  decide_outcome(report, w, s.plan, policy, wstatus);
+}
+
 }  // namespace
 
 int stuck_trees_pending() { return g_stuck_pending.load(); }
@@ -439,202 +627,53 @@ Report run(const Policy& policy) {
     report.error = "cancelled before the start";
     return report;
   }
-  Fd stdin_fd(::open(policy.stdin_path.empty() ? "/dev/null" : policy.stdin_path.c_str(),
-                     O_RDONLY | O_CLOEXEC));
-  if (!stdin_fd) {
+  Pipes pipes;
+  std::unique_ptr<JobCgroup> cgroup;
+  if (!pipes.open(policy, &report.error) || !make_cgroup(policy, cgroup, &report.error)) {
     report.outcome = Outcome::SetupFailed;
-    report.error = "open stdin " + policy.stdin_path + ": " + errno_text(errno);
     return report;
   }
-  Fd sync_r, sync_w, status_r, status_w, out_r, out_w, err_r, err_w;
-  make_pipe(sync_r, sync_w);
-  make_pipe(status_r, status_w);
-  make_pipe(out_r, out_w);
-  make_pipe(err_r, err_w);
-
-  // The job cgroup: limits and accounting for the whole tree.
-  std::unique_ptr<JobCgroup> cgroup;
-  if (policy.cgroup.enabled) {
-    std::string cg_error;
-    cgroup = JobCgroup::create(policy.cgroup, &cg_error);
-    if (!cgroup && (!cg_error.empty() || policy.cgroup.memory_bytes || policy.cgroup.pids ||
-                    policy.cgroup.cpu_quota)) {
-      std::string why;
-      cgroup_mode(&why);
-      report.outcome = Outcome::SetupFailed;
-      report.error = cg_error.empty() ? "cgroup limits requested but " + why : cg_error;
-      return report;
-    }
-  }
-
   NetnsHold netns;
   if (!policy.share_network) netns.ns = netns_acquire();
   const int cgroup_fd = cgroup ? cgroup->clone_into_fd() : -1;
-  bool need_attach = cgroup && cgroup_fd < 0;
-  int pidfd_raw = -1;
-  pid_t pid = -1;
-
-  // Cloned by the zygote when it is up (the ChildPlan is then built there), else here.
-  ChildPlan plan;
-  bool have_plan = false;
-  ZygoteRequest zq;
-  zq.policy = &policy;
-  zq.fd_sync_read = sync_r.get();
-  zq.fd_status_write = status_w.get();
-  zq.fd_stdin = stdin_fd.get();
-  zq.fd_stdout_write = out_w.get();
-  zq.fd_stderr_write = err_w.get();
-  zq.netns_fd = netns.ns ? netns.ns->ns_fd : -1;
-  zq.new_netns = !policy.share_network && !netns.ns;
-  zq.cgroup_fd = cgroup_fd;
-  const ZygoteReply zr = zygote_launch(zq);
-  if (zr.kind == ZygoteReply::Lost) {
-    // The zygote died with our request: it may have cloned a child that holds these pipes and
-    // sits in that namespace. Launch in-process with fresh ones (that child, never released, exits).
-    if (netns.ns) netns_discard(*netns.ns);
-    netns.ns = policy.share_network ? std::nullopt : netns_acquire();
-    stdin_fd.reset(::open(policy.stdin_path.empty() ? "/dev/null" : policy.stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!stdin_fd) {
-      report.outcome = Outcome::SetupFailed;
-      report.error = "open stdin " + policy.stdin_path + ": " + errno_text(errno);
-      return report;
-    }
-    make_pipe(sync_r, sync_w);
-    make_pipe(status_r, status_w);
-    make_pipe(out_r, out_w);
-    make_pipe(err_r, err_w);
-  }
-  if (zr.kind == ZygoteReply::PlanError) {
-    netns.reusable = true;
+  Started started;
+  started.need_attach = cgroup && cgroup_fd < 0;
+  if (!start(policy, pipes, netns, cgroup_fd, started, &report.error)) {
     report.outcome = Outcome::SetupFailed;
-    report.error = zr.error;
     return report;
   }
-  if (zr.kind == ZygoteReply::CloneError) {
-    netns.reusable = true;
-    throw std::system_error(zr.clone_errno, std::generic_category(), "clone3 (zygote)");
-  }
-  if (zr.kind == ZygoteReply::Launched) {
-    pid = zr.pid;
-    pidfd_raw = zr.pidfd;
-    need_attach = need_attach || zr.need_attach;
-    ++g_via_zygote;
-  } else {
-    if (!build_child_plan(policy, plan, &report.error)) {
-      netns.reusable = true;
-      report.outcome = Outcome::SetupFailed;
-      return report;
-    }
-    have_plan = true;
-    plan.fd_sync_read = sync_r.get();
-    plan.fd_status_write = status_w.get();
-    plan.fd_stdin = stdin_fd.get();
-    plan.fd_stdout_write = out_w.get();
-    plan.fd_stderr_write = err_w.get();
-    // A pooled network namespace: this thread steps into it for the clone, the child inherits it.
-    if (netns.ns && !netns_enter(netns.ns->ns_fd)) netns.ns.reset();  // (closed by ~NetnsHold)
-    const bool new_netns = !policy.share_network && !netns.ns;
-    pid = clone_sandbox(!new_netns, &pidfd_raw, cgroup_fd);
-    if (pid == 0) sandbox_init_main(plan);  // the child; never returns
-    if (pid < 0 && cgroup_fd >= 0 && errno != ENOMEM && errno != EAGAIN) {
-      // A kernel without CLONE_INTO_CGROUP: clone, then attach before releasing the child.
-      pid = clone_sandbox(!new_netns, &pidfd_raw, -1);
-      if (pid == 0) sandbox_init_main(plan);
-      need_attach = true;
-    }
-    const int clone_errno = errno;
-    if (netns.ns) netns_leave();
-    if (pid < 0) {
-      netns.reusable = true;  // nothing ever ran in it
-      throw std::system_error(clone_errno, std::generic_category(), "clone3");
-    }
-    ++g_in_process;
-  }
-  Fd pidfd(pidfd_raw);
+  const pid_t pid = started.pid;
+  Fd pidfd(started.pidfd);
   const auto clone_time = Clock::now();
-  // Should anything below throw, the tree must not outlive this call unwatched.
-  struct Orphan {
-    pid_t pid;
-    Fd* pidfd;
-    bool armed = true;
-    ~Orphan() {
-      if (!armed) return;
-      syscall(SYS_pidfd_send_signal, pidfd->get(), SIGKILL, nullptr, 0u);
-      reap_in_background(pid, pidfd->release(), nullptr, false);
-    }
-  } orphan{pid, &pidfd};
+  Orphan orphan{pid, &pidfd};
+  pipes.close_child_ends();
 
-  // Our copies of the child's ends go; from here on EOF on a pipe means the tree let go of it.
-  sync_r.reset();
-  status_w.reset();
-  out_w.reset();
-  err_w.reset();
-  stdin_fd.reset();
-
-  auto kill_tree = [&] { syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0u); };
-
-  auto setup_failed = [&](std::string error) {
-    kill_tree();
+  if (auto error = release(policy, started, pipes.sync_w, cgroup.get())) {
+    syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0u);
     int st;
     while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     orphan.armed = false;
     netns.reusable = true;
     report.outcome = Outcome::SetupFailed;
-    report.error = std::move(error);
-    return report;
-  };
-  // Two releases: after the id maps the child builds its root while we attach it to the job
-  // cgroup (v1, or v2 without CLONE_INTO_CGROUP); after the attach it may fork the command.
-  std::string map_error;
-  if (!write_id_maps(pid, policy, &map_error)) return setup_failed("user namespace id maps: " + map_error);
-  const char go[2] = {'m', 'c'};
-  if (!write_sync_byte(sync_w.get(), go[0])) return setup_failed("release the child: " + errno_text(errno));
-  if (need_attach && !cgroup->attach(pid, &map_error)) return setup_failed(map_error);
-  (void)write_sync_byte(sync_w.get(), go[1]);  // a child that died meanwhile reports why below
-  sync_w.reset();
-
-  Watched w = supervise(policy, out_r, err_r, status_r, pidfd, clone_time, report);
-  if (w.stuck) {
-    report.outcome = w.killed == Killed::Cancel   ? Outcome::Cancelled
-                     : w.killed == Killed::Output ? Outcome::OutputLimit
-                                                  : Outcome::WallTimeout;
-    report.stuck = true;
-    report.error = "the sandbox tree did not exit within " + std::to_string(policy.kill_grace.count()) +
-                   " ms of SIGKILL (a process stuck in the kernel, e.g. a GPU driver); reaping it in the background";
-    report.wall_seconds = std::chrono::duration<double>(Clock::now() - clone_time).count();
-    if (cgroup) add_cgroup_stats(*cgroup, report);
-    orphan.armed = false;
-    reap_in_background(pid, pidfd.release(), std::move(cgroup));
+    report.error = std::move(*error);
     return report;
   }
 
+  Watched w = supervise(policy, pipes.out_r, pipes.err_r, pipes.status_r, pidfd, clone_time, report);
+  if (w.stuck) {
+    orphan.armed = false;
+    report_stuck(policy, w, clone_time, pid, pidfd, std::move(cgroup), report);
+    return report;
+  }
   int wstatus = 0;
   struct rusage ru{};
   while (::wait4(pid, &wstatus, 0, &ru) < 0) {
     if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "wait4");
   }
   orphan.armed = false;
-  if (!w.exited_at) w.exited_at = Clock::now();
-  report.wall_seconds = std::chrono::duration<double>(*w.exited_at - clone_time).count();
-  report.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  report.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024u;
-  if (cgroup) {
-    cgroup->reaped();  // init is gone, so is its pid namespace; this is belt and braces
-    add_cgroup_stats(*cgroup, report);
-    JobCgroup::recycle(std::move(cgroup));  // kept for a later run when empty and clean, else removed
-  }
   netns.reusable = true;  // init is reaped: its pid namespace, and every process in it, is gone
-  // Launched by the zygote: the plan (for error descriptions and seccomp facts) is built here
-  // only when needed; it comes out the same, from the same policy.
-  const ChildMessages& m = w.messages;
-  if (!have_plan && (m.setup_error || !m.seen_calls.empty() || m.command_died_of(SIGSYS))) {
-    std::string ignored;
-    have_plan = build_child_plan(policy, plan, &ignored);
-  }
-  add_seccomp_facts(report, m, plan);
-  decide_outcome(report, w, plan, policy, wstatus);
+  report_exit(policy, w, clone_time, wstatus, ru, std::move(cgroup), started, report);
   return report;
 }
 
