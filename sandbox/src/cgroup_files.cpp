@@ -73,6 +73,11 @@ std::optional<std::uint64_t> read_key(const std::string& path, const std::string
   return std::nullopt;
 }
 
+std::nullptr_t no_cgroup(std::string* error, const std::string& what, int err) {
+  *error = "cgroup: " + what + ": " + errno_text(err);
+  return nullptr;
+}
+
 bool is_dir(const std::string& p) {
   struct stat st{};
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -25,6 +26,8 @@ std::optional<std::uint64_t> read_u64(const std::string& path);
 // "key value" lines (memory.events, cpu.stat, memory.oom_control).
 std::optional<std::uint64_t> read_key(const std::string& path, const std::string& key);
 bool is_dir(const std::string& p);
+// A job cgroup that could not be made: `error` says what failed.
+std::nullptr_t no_cgroup(std::string* error, const std::string& what, int err);
 // rmdir, retried while the cgroup still holds (dying) tasks
 bool remove_dir(const std::string& dir);
 std::vector<pid_t> procs_of(const std::string& dir);

@@ -61,10 +61,6 @@ void kill_v1(const std::string& freezer, const std::string& any, const std::stri
 std::unique_ptr<JobCgroup> JobCgroup::create_v1(const std::string& name, const CgroupLimits& limits, std::string* error) {
   const Hierarchy& h = hierarchy();
   std::unique_ptr<JobCgroup> cg(new JobCgroup());
-  auto fail = [&](const std::string& what, int err) {
-    *error = "cgroup: " + what + ": " + errno_text(err);
-    return nullptr;
-  };
   int err = 0;
   // v1 without a CPU quota: an idle cgroup of an earlier run, if one is pooled (see recycle()).
   if (!limits.cpu_quota) {
@@ -100,7 +96,7 @@ std::unique_ptr<JobCgroup> JobCgroup::create_v1(const std::string& name, const C
       continue;
     const std::string dir = base + "/" + name;
     if (!made.count(dir)) {  // co-mounted controllers (cpu,cpuacct) share one directory
-      if (::mkdir(dir.c_str(), 0755) != 0) return fail("mkdir " + dir, errno);
+      if (::mkdir(dir.c_str(), 0755) != 0) return no_cgroup(error, "mkdir " + dir, errno);
       made.insert(dir);
       cg->dirs_.push_back(dir);
     }
@@ -112,7 +108,7 @@ std::unique_ptr<JobCgroup> JobCgroup::create_v1(const std::string& name, const C
       const auto quota = static_cast<long long>(*limits.cpu_quota * 100000);
       if (!write_text(dir + "/cpu.cfs_period_us", "100000", &err) ||
           !write_text(dir + "/cpu.cfs_quota_us", std::to_string(std::max(1000ll, quota)), &err))
-        return fail("cpu.cfs_quota_us", err);
+        return no_cgroup(error, "cpu.cfs_quota_us", err);
     }
   }
   cg->poolable_ = !limits.cpu_quota;

@@ -76,10 +76,6 @@ bool prepare_v2(const Hierarchy& h, std::string* error) {
 std::unique_ptr<JobCgroup> JobCgroup::create_v2(const std::string& name, const CgroupLimits& limits, std::string* error) {
   const Hierarchy& h = hierarchy();
   std::unique_ptr<JobCgroup> cg(new JobCgroup());
-  auto fail = [&](const std::string& what, int err) {
-    *error = "cgroup: " + what + ": " + errno_text(err);
-    return nullptr;
-  };
   int err = 0;
   {
     std::lock_guard lock(setup_mutex());
@@ -87,25 +83,25 @@ std::unique_ptr<JobCgroup> JobCgroup::create_v2(const std::string& name, const C
   }
   cg->v2_ = true;
   const std::string dir = h.v2_base + "/" + name;
-  if (::mkdir(dir.c_str(), 0755) != 0) return fail("mkdir " + dir, errno);
+  if (::mkdir(dir.c_str(), 0755) != 0) return no_cgroup(error, "mkdir " + dir, errno);
   cg->dirs_.push_back(dir);
   cg->memory_dir_ = cg->cpu_dir_ = cg->freezer_dir_ = cg->pids_dir_ = dir;
   cg->dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (cg->dir_fd_ < 0) return fail("open " + dir, errno);
+  if (cg->dir_fd_ < 0) return no_cgroup(error, "open " + dir, errno);
   if (limits.memory_bytes) {
     if (!write_text(dir + "/memory.max", std::to_string(*limits.memory_bytes), &err))
-      return fail("memory.max", err);
+      return no_cgroup(error, "memory.max", err);
     if (is_dir(dir) && ::access((dir + "/memory.swap.max").c_str(), F_OK) == 0 &&
         !write_text(dir + "/memory.swap.max", "0", &err))
-      return fail("memory.swap.max", err);
+      return no_cgroup(error, "memory.swap.max", err);
     write_text(dir + "/memory.oom.group", "1");  // an OOM kill takes the whole job
   }
   if (limits.pids && !write_text(dir + "/pids.max", std::to_string(*limits.pids), &err))
-    return fail("pids.max", err);
+    return no_cgroup(error, "pids.max", err);
   if (limits.cpu_quota) {
     const auto quota = static_cast<long long>(*limits.cpu_quota * 100000);
     if (!write_text(dir + "/cpu.max", std::to_string(std::max(1000ll, quota)) + " 100000", &err))
-      return fail("cpu.max", err);
+      return no_cgroup(error, "cpu.max", err);
   }
   return cg;
 }
