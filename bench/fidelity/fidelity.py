@@ -602,6 +602,8 @@ def main():
     ap.add_argument("--noise", action="store_true", help="the noisy neighbours of noise/ among the fillers (and warmed)")
     ap.add_argument("--only", nargs="*", default=[], help="candidates whose path contains one of these")
     ap.add_argument("--limit", type=int, default=0, help="the first N candidates only")
+    ap.add_argument("--shard", default="", help="I/N: every N-th candidate from the I-th (0-based) of those selected, "
+                                                 "for one of N pipelines on one GPU each")
     ap.add_argument("--job-timeout-s", type=float, default=900)
     ap.add_argument("--warm-timeout-s", type=float, default=1800)
     ap.add_argument("--resume", nargs="*", default=[], help="results.jsonl files of earlier runs to start from")
@@ -626,6 +628,9 @@ def main():
         entries = [e for e in entries if any(s in e["candidate"] for s in a.only)]
     if a.limit:
         entries = entries[:a.limit]
+    if a.shard:
+        i, n = (int(x) for x in a.shard.split("/"))
+        entries = entries[i::n]
     os.makedirs(a.out, exist_ok=True)
     state_path = os.path.join(a.out, "results.jsonl")
     have = set(open(state_path).read().splitlines()) if os.path.exists(state_path) else set()
