@@ -635,7 +635,7 @@ def main():
     state_path = os.path.join(a.out, "results.jsonl")
     have = set(open(state_path).read().splitlines()) if os.path.exists(state_path) else set()
     for f in a.resume:  # rows of earlier runs, each line once (run passes --resume to every call)
-        if os.path.abspath(f) != os.path.abspath(state_path):
+        if os.path.exists(f) and os.path.abspath(f) != os.path.abspath(state_path):
             with open(state_path, "a") as dst:
                 for line in open(f).read().splitlines():
                     if line.strip() and line not in have:
