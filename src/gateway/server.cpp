@@ -1,0 +1,150 @@
+#include "gateway/server.h"
+
+#include <sys/socket.h>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <thread>
+
+#include "common/log.h"
+#include "gateway/routes.h"
+
+namespace kj::gateway {
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+
+namespace {
+
+using Response = http::response<http::string_body>;
+
+Response to_response(Reply reply, unsigned version, bool keep_alive) {
+  Response res{static_cast<http::status>(reply.status), version};
+  res.set(http::field::server, "kjudge-gateway");
+  res.set(http::field::content_type, reply.content_type);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(reply.body);
+  res.prepare_payload();
+  return res;
+}
+
+void set_receive_timeout(tcp::socket& socket, std::chrono::seconds timeout) {
+  timeval tv{static_cast<time_t>(timeout.count()), 0};
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+// Why a request could not be read to its end, as the reply to send (none: just close).
+std::optional<Reply> read_failure(const beast::error_code& ec, std::uint64_t max_bytes) {
+  if (ec == http::error::body_limit)
+    return error_reply(413, "request_too_large", "requests are limited to " + std::to_string(max_bytes) + " bytes");
+  if (ec == http::error::header_limit) return error_reply(431, "headers_too_large", "request headers are too large");
+  if (ec.category() == http::make_error_code(http::error::end_of_stream).category() &&
+      ec != http::error::end_of_stream &&
+      ec != http::error::partial_message)
+    return error_reply(400, "bad_http", ec.message());
+  return std::nullopt;
+}
+
+}  // namespace
+
+Server::Server(Gateway& gateway) : gateway_(gateway), acceptor_(ioc_) {
+  const auto& c = gateway_.config();
+  tcp::endpoint ep(boost::asio::ip::make_address(c.address), static_cast<unsigned short>(c.port));
+  acceptor_.open(ep.protocol());
+  acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
+  acceptor_.bind(ep);
+  acceptor_.listen(boost::asio::socket_base::max_listen_connections);
+}
+
+int Server::port() const { return acceptor_.local_endpoint().port(); }
+
+void Server::run() {
+  while (!stopping_) {
+    tcp::socket socket(ioc_);
+    beast::error_code ec;
+    acceptor_.accept(socket, ec);
+    if (stopping_) break;
+    if (ec) continue;
+    socket.set_option(tcp::no_delay(true), ec);
+    std::unique_lock lock(connections_mutex_);
+    if (connections_.size() >= gateway_.config().max_connections) {
+      lock.unlock();
+      refuse_busy(socket);
+      continue;
+    }
+    connections_[socket.native_handle()] = false;
+    lock.unlock();
+    std::thread([this, s = std::move(socket)]() mutable { serve(std::move(s)); }).detach();
+  }
+}
+
+void Server::refuse_busy(tcp::socket& socket) {
+  gateway_.metrics().refusal("too_many_connections", "");
+  beast::error_code ec;
+  http::write(socket, to_response(error_reply(503, "too_many_connections", "the gateway is at its connection limit"), 11, false), ec);
+}
+
+void Server::serve(tcp::socket socket) {
+  gateway_.metrics().connection_opened();
+  set_receive_timeout(socket, gateway_.config().idle_timeout);
+  try {
+    serve_requests(socket);
+  } catch (const std::exception& e) {
+    log::warn("gateway.connection_failed", {{"error", e.what()}});
+  }
+  beast::error_code ec;
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  forget(socket.native_handle());
+  gateway_.metrics().connection_closed();
+}
+
+void Server::serve_requests(tcp::socket& socket) {
+  Routes routes(gateway_);
+  beast::flat_buffer buffer;
+  const auto max_bytes = gateway_.config().max_request_bytes;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(max_bytes);
+    beast::error_code ec;
+    http::read(socket, buffer, parser, ec);
+    const bool stay = mark_busy(socket.native_handle(), true);
+    if (ec) {
+      if (auto reply = read_failure(ec, max_bytes)) {
+        gateway_.metrics().refusal(reply->refusal, routes.tenant_of(parser.get()).value_or(""));
+        http::write(socket, to_response(std::move(*reply), 11, false), ec);
+      }
+      return;
+    }
+    const auto& request = parser.get();
+    const bool keep_alive = stay && request.keep_alive();
+    http::write(socket, to_response(routes.handle(request), request.version(), keep_alive), ec);
+    if (ec || !keep_alive || !mark_busy(socket.native_handle(), false)) return;
+  }
+}
+
+bool Server::mark_busy(int fd, bool busy) {
+  std::lock_guard lock(connections_mutex_);
+  connections_[fd] = busy;
+  return !stopping_;
+}
+
+void Server::forget(int fd) {
+  std::lock_guard lock(connections_mutex_);
+  connections_.erase(fd);
+  if (connections_.empty()) all_closed_.notify_all();
+}
+
+void Server::stop() {
+  stopping_ = true;
+  ::shutdown(acceptor_.native_handle(), SHUT_RDWR);  // wakes accept()
+  std::lock_guard lock(connections_mutex_);
+  for (const auto& [fd, busy] : connections_)
+    if (!busy) ::shutdown(fd, SHUT_RD);  // idle keep-alive: its read ends, the thread closes it
+}
+
+bool Server::wait_idle(std::chrono::seconds timeout) {
+  std::unique_lock lock(connections_mutex_);
+  return all_closed_.wait_for(lock, timeout, [this] { return connections_.empty(); });
+}
+
+}  // namespace kj::gateway

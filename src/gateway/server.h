@@ -1,0 +1,46 @@
+// kjudge-gateway's HTTP/1.1 listener (Boost.Beast, synchronous): one thread per connection
+// (keep-alive; a long-poll holds only its own thread and Redis connection), at most
+// max_connections at once (more get 503). stop() ends accepting, closes idle connections and
+// lets requests in flight finish; wait_idle() waits for them.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "gateway/gateway.h"
+
+namespace kj::gateway {
+
+class Server {
+ public:
+  // Binds now (throws boost::system::system_error when it cannot).
+  explicit Server(Gateway& gateway);
+  int port() const;
+  void run();   // accepts until stop()
+  void stop();  // safe from another thread
+  bool wait_idle(std::chrono::seconds timeout);  // true when every connection has closed
+
+ private:
+  void serve(boost::asio::ip::tcp::socket socket);
+  void serve_requests(boost::asio::ip::tcp::socket& socket);
+  void refuse_busy(boost::asio::ip::tcp::socket& socket);
+  // A connection between requests may be shut down by stop(); one in a request may not.
+  bool mark_busy(int fd, bool busy);  // false once stopping (the connection then closes)
+  void forget(int fd);
+
+  Gateway& gateway_;
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::atomic<bool> stopping_{false};
+  std::mutex connections_mutex_;
+  std::condition_variable all_closed_;
+  std::map<int, bool> connections_;  // fd -> busy
+};
+
+}  // namespace kj::gateway
