@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "gateway/tokens.h"
 #include "kjudge/v1/result.pb.h"
 #include "kjudge/v1/verdict.pb.h"
 
@@ -229,6 +230,25 @@ int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& p
     }
     warn_if_default_user_open(*q);
   }
+  return 0;
+}
+
+int admin_token(kjqueue::Queue& q, const std::string& action, const std::string& tenant, bool as_json) {
+  if (action == "list") {
+    const auto counts = gateway::token_counts(q);
+    if (as_json) std::cout << json(counts).dump(2) << "\n";
+    else
+      for (const auto& [t, n] : counts) std::cout << t << ": " << n << " token" << (n == 1 ? "" : "s") << "\n";
+    return 0;
+  }
+  if (action == "revoke") {
+    std::cout << "revoked " << gateway::revoke_tokens(q, tenant) << " tokens of " << tenant
+              << " (the gateways stop taking them at their next refresh)\n";
+    return 0;
+  }
+  const std::string token = action == "rotate" ? gateway::rotate_token(q, tenant) : gateway::create_token(q, tenant);
+  if (as_json) std::cout << json{{"tenant", tenant}, {"token", token}}.dump() << "\n";
+  else std::cout << token << "\n";
   return 0;
 }
 

@@ -23,6 +23,9 @@ int admin_dead(kjqueue::Queue& q, const std::string& tenant, const std::string& 
 int admin_quota(kjqueue::Queue& q, const std::string& tenant, long long max_queued);
 int admin_cap(kjqueue::Queue& q, const std::string& tenant, long long max_running);
 int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& password, int partition, bool apply);
+// kjudge-gateway's API tokens (gateway/tokens.h): create/rotate print the new token (shown once);
+// revoke removes every token of the tenant; list counts tokens per tenant.
+int admin_token(kjqueue::Queue& q, const std::string& action, const std::string& tenant, bool json);
 int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool json);
 
 }  // namespace kj::cli

@@ -192,6 +192,10 @@ int main(int argc, char** argv) {
   auto* a_cap = admin->add_subcommand("cap", "set a tenant's (or '*' default) max running jobs on all nodes together; -1 removes");
   a_cap->add_option("tenant", a_tenant)->required();
   a_cap->add_option("max", a_max)->required();
+  std::string a_token_action;
+  auto* a_token = admin->add_subcommand("token", "kjudge-gateway API tokens: create | rotate | revoke <tenant>, or list");
+  a_token->add_option("action", a_token_action)->required()->check(CLI::IsMember({"create", "rotate", "revoke", "list"}));
+  a_token->add_option("tenant", a_tenant, "tenant (create, rotate, revoke)");
   bool a_apply = false;
   auto* a_acl = admin->add_subcommand("acl", "print (or --apply) the ACL SETUSER line of a tenant user");
   a_acl->add_option("tenant", a_tenant)->required();
@@ -249,6 +253,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (*a_acl) return kj::cli::admin_acl(&q, a_tenant, a_password, partition, true);
+      if (*a_token) return kj::cli::admin_token(q, a_token_action, a_tenant, json);
     }
     if (*wait) {
       kjqueue::Queue q(endpoint_for(redis), partition);
