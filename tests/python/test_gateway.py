@@ -326,3 +326,19 @@ def test_a_thousand_submissions_survive_a_gateway_restart_and_are_judged(redis_u
     assert stream_length(redis_url, "bulk") <= 1000  # nothing doubled either
     r = client.wait("bulk", "bulk-999", 5)
     assert isinstance(r, result_pb2.Result) and verdict_pb2.Verdict.Name(r.status) == "OK"
+
+
+def test_shipped_config_loads_and_unit_verifies(tmp_path):
+    """The sample config is one the gateway accepts, and systemd's parser accepts the unit."""
+    config = (ROOT / "systemd" / "kjudge-gateway.toml").read_text().replace('"kj-gateway"', '""')
+    (tmp_path / "gw.toml").write_text(config)
+    p = subprocess.run([str(BIN / "kjudge-gateway"), "-c", str(tmp_path / "gw.toml"), "--redis", "tcp://127.0.0.1:1"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and "127.0.0.1:1" in p.stderr and ".toml" not in p.stderr, p.stderr  # config fine, Redis away
+    analyze = "/usr/bin/systemd-analyze"
+    if not os.path.exists(analyze):
+        pytest.skip("systemd-analyze not installed")
+    unit = (ROOT / "systemd" / "kjudge-gateway.service").read_text()
+    (tmp_path / "kjudge-gateway.service").write_text(unit.replace("/usr/local/bin/kjudge-gateway", str(BIN / "kjudge-gateway")))
+    p = subprocess.run([analyze, "verify", str(tmp_path / "kjudge-gateway.service")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "kjudge-gateway.service" not in p.stderr, p.stderr
