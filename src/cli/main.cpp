@@ -201,6 +201,9 @@ int main(int argc, char** argv) {
   a_acl->add_option("tenant", a_tenant)->required();
   a_acl->add_option("--password", a_password, "the user's password")->required();
   a_acl->add_flag("--apply", a_apply, "run it on the server and register the tenant");
+  auto* a_acl_gateway = admin->add_subcommand("acl-gateway", "print (or --apply) the ACL SETUSER line of kjudge-gateway's user kj-gateway");
+  a_acl_gateway->add_option("--password", a_password, "the user's password")->required();
+  a_acl_gateway->add_flag("--apply", a_apply, "run it on the server");
 
   CLI11_PARSE(app, argc, argv);
   kj::log::init("warn");
@@ -239,6 +242,7 @@ int main(int argc, char** argv) {
     }
     if (*admin) {
       if (*a_acl && !a_apply) return kj::cli::admin_acl(nullptr, a_tenant, a_password, partition, false);
+      if (*a_acl_gateway && !a_apply) return kj::cli::admin_gateway_acl(nullptr, a_password, partition, false);
       kjqueue::Queue q(endpoint_for(redis), partition);
       if (*a_queues) return kj::cli::admin_queues(q, json);
       if (*a_job_cmd) return kj::cli::admin_job(q, a_tenant, a_job, json);
@@ -253,6 +257,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (*a_acl) return kj::cli::admin_acl(&q, a_tenant, a_password, partition, true);
+      if (*a_acl_gateway) return kj::cli::admin_gateway_acl(&q, a_password, partition, true);
       if (*a_token) return kj::cli::admin_token(q, a_token_action, a_tenant, json);
     }
     if (*wait) {

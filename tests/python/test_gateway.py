@@ -342,3 +342,27 @@ def test_shipped_config_loads_and_unit_verifies(tmp_path):
     (tmp_path / "kjudge-gateway.service").write_text(unit.replace("/usr/local/bin/kjudge-gateway", str(BIN / "kjudge-gateway")))
     p = subprocess.run([analyze, "verify", str(tmp_path / "kjudge-gateway.service")], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "kjudge-gateway.service" not in p.stderr, p.stderr
+
+
+def test_the_gateway_runs_as_its_own_redis_user_that_cannot_ack(redis_url, tmp_path):
+    """kjudge admin acl-gateway: the gateway submits, reads and cancels for every tenant under
+    kj-gateway, which cannot acknowledge a job (kjudged's functions refuse it)."""
+    from kjudge.client import Client
+    Client(redis_url).load_functions()  # kjudged does it; the gateway's user may not
+    admin(redis_url, "acl-gateway", "--password", "gw-secret", "--apply")
+    token = admin(redis_url, "token", "create", "team-a")
+    config = SMALL_CONFIG + '[redis]\nusername = "kj-gateway"\npassword = "gw-secret"\n'
+    gw = Gateway(redis_url, tmp_path, config)
+    try:
+        wait_until(lambda: gw.request("GET", "/v1/batches/none", token=token)[0] == 404)
+        assert gw.request("POST", "/v1/jobs", as_json(trivial("acl-1", batch_id="b")), token)[0] == 202
+        assert gw.request("GET", "/v1/jobs/acl-1/wait?timeout_s=0.2", token=token)[0] == 202
+        assert gw.request("GET", "/v1/batches/b", token=token)[0] == 200
+        assert gw.request("DELETE", "/v1/jobs/acl-1", token=token)[0] == 202
+    finally:
+        assert gw.stop() == 0, gw.log_path.read_text()
+    as_gateway = redis.Redis(unix_socket_path=redis_url[len("unix://"):], username="kj-gateway", password="gw-secret")
+    with pytest.raises(redis.ResponseError, match="NOPERM|no permissions"):
+        as_gateway.xack(keys.jobs(0, "team-a"), "kjudged", "0-1")
+    with pytest.raises(redis.ResponseError, match="NOPERM|no permissions"):
+        as_gateway.set("kj:{p0}:config", "x")
