@@ -285,13 +285,7 @@ int admin_gateway_acl(kjqueue::Queue* q, const std::string& password, int partit
   return 0;
 }
 
-int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool as_json) {
-  const auto b = q.batch_status(tenant, batch);
-  if (b.submitted == 0 && b.expected == 0 && !b.cancelled) {
-    std::cerr << "kjudge: batch '" << batch << "' not found for tenant '" << tenant
-              << "' (submitted under another --tenant?)\n";
-    return 3;
-  }
+int print_batch_status(const std::string& tenant, const std::string& batch, const kjqueue::BatchStatus& b, bool as_json) {
   json j = {{"tenant", tenant}, {"batch", batch}, {"submitted", b.submitted}, {"completed", b.completed},
             {"expected", b.expected}, {"cancelled", b.cancelled}, {"verdicts", b.verdicts}};
   if (as_json) std::cout << j.dump(2) << "\n";
@@ -299,6 +293,16 @@ int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string
     std::cout << batch << ": " << b.completed << "/" << b.submitted << " done" << (b.cancelled ? " (cancelled)" : "") << " "
               << json(b.verdicts).dump() << "\n";
   return 0;
+}
+
+int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool as_json) {
+  const auto b = q.batch_status(tenant, batch);
+  if (b.submitted == 0 && b.expected == 0 && !b.cancelled) {
+    std::cerr << "kjudge: batch '" << batch << "' not found for tenant '" << tenant
+              << "' (submitted under another --tenant?)\n";
+    return 3;
+  }
+  return print_batch_status(tenant, batch, b, as_json);
 }
 
 }  // namespace kj::cli

@@ -30,6 +30,8 @@ int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& p
 // revoke removes every token of the tenant; list counts tokens per tenant.
 int admin_token(kjqueue::Queue& q, const std::string& action, const std::string& tenant, bool json);
 int admin_gateway_acl(kjqueue::Queue* q, const std::string& password, int partition, bool apply);
+// A batch's counters as `kjudge batch` prints them (text or JSON); returns 0.
+int print_batch_status(const std::string& tenant, const std::string& batch, const kjqueue::BatchStatus& b, bool json);
 int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool json);
 
 }  // namespace kj::cli

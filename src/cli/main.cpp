@@ -12,6 +12,7 @@
 
 #include "cli/admin.h"
 #include "cli/exit_code.h"
+#include "cli/gateway_client.h"
 #include "cli/job_builder.h"
 #include "cli/result_view.h"
 #include "common/config.h"
@@ -108,7 +109,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string redis = default_redis_url();
   int partition = 0;
-  app.add_option("--redis", redis, "Redis URL (env KJUDGE_REDIS; default: the dev daemon's socket)");
+  app.add_option("--redis", redis, "Redis URL, or a kjudge-gateway's http://host:port for submit, wait, cancel and batch "
+                                   "(token: env KJUDGE_TOKEN) (env KJUDGE_REDIS; default: the dev daemon's socket)");
   app.add_option("--partition", partition, "queue partition");
 
   JobSpec submit_spec, eval_spec;
@@ -208,6 +210,22 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   kj::log::init("warn");
   try {
+    if (kj::cli::is_gateway_url(redis)) {
+      const char* token = std::getenv("KJUDGE_TOKEN");
+      const kj::cli::GatewayClient gw(redis, token ? token : "");
+      if (*submit && !raw_payload_file) return kj::cli::gateway_submit(gw, kj::cli::build_job(submit_spec));
+      if (*cancel) return kj::cli::gateway_cancel(gw, cancel_id, cancel_batch);
+      if (*batch) return kj::cli::gateway_batch(gw, batch_id, json);
+      if (*wait) {
+        const auto r = kj::cli::gateway_wait(gw, wait_id, std::chrono::milliseconds(static_cast<long>(wait_timeout * 1000)));
+        if (!r) {
+          std::cerr << "kjudge: no result for " << wait_id << " within " << wait_timeout << " s\n";
+          return 3;
+        }
+        return print_result(*r, json);
+      }
+      if (!*eval) throw std::runtime_error("through a gateway: submit, wait, cancel and batch (the rest needs Redis)");
+    }
     if (*submit) {
       kjqueue::Queue q(endpoint_for(redis), partition);
       if (raw_payload_file) {

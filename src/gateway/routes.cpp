@@ -156,7 +156,7 @@ Reply Routes::batch_counters(const std::string& tenant, const std::string& batch
   const auto b = queue().batch_status(tenant, batch_id);
   if (b.submitted == 0 && b.expected == 0 && !b.cancelled)
     return error_reply(404, "unknown_batch", "no batch " + batch_id + " for this tenant");
-  return json_reply(200, {{"batch_id", batch_id}, {"submitted", b.submitted}, {"completed", b.completed},
+  return json_reply(200, {{"tenant", tenant}, {"batch_id", batch_id}, {"submitted", b.submitted}, {"completed", b.completed},
                           {"expected", b.expected}, {"cancelled", b.cancelled}, {"verdicts", b.verdicts}});
 }
 
