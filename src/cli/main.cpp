@@ -213,6 +213,7 @@ int main(int argc, char** argv) {
     if (kj::cli::is_gateway_url(redis)) {
       const char* token = std::getenv("KJUDGE_TOKEN");
       const kj::cli::GatewayClient gw(redis, token ? token : "");
+      submit_spec.default_tenant = "";  // the gateway sets the token's
       if (*submit && !raw_payload_file) return kj::cli::gateway_submit(gw, kj::cli::build_job(submit_spec));
       if (*cancel) return kj::cli::gateway_cancel(gw, cancel_id, cancel_batch);
       if (*batch) return kj::cli::gateway_batch(gw, batch_id, json);

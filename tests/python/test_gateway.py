@@ -366,3 +366,26 @@ def test_the_gateway_runs_as_its_own_redis_user_that_cannot_ack(redis_url, tmp_p
         as_gateway.xack(keys.jobs(0, "team-a"), "kjudged", "0-1")
     with pytest.raises(redis.ResponseError, match="NOPERM|no permissions"):
         as_gateway.set("kj:{p0}:config", "x")
+
+
+def test_the_cli_submits_waits_and_reads_batches_through_the_gateway(redis_url, gateway, kjudged):
+    token = admin(redis_url, "token", "create", "team-c")
+    wait_until(lambda: gateway.request("GET", "/v1/batches/none", token=token)[0] == 404)
+    env = dict(os.environ, KJUDGE_TOKEN=token)
+
+    def cli(*args):
+        return subprocess.run([str(BIN / "kjudge"), "--redis", gateway.url, *args], capture_output=True, text=True,
+                              timeout=60, env=env)
+
+    p = cli("submit", "--trivial", "--job-id", "cli-1", "--batch", "cb")
+    assert p.returncode == 0 and p.stdout.strip() == "cli-1", p.stderr
+    p = cli("wait", "cli-1", "--json", "--timeout", "30")
+    assert p.returncode == 0 and json.loads(p.stdout)["status"] == "OK", p.stderr
+    p = cli("batch", "cb", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["completed"] == 1, p.stderr
+    assert cli("batch", "no-such-batch").returncode == 3
+    assert cli("submit", "--trivial", "--job-id", "cli-2", "--tenant", "team-d").returncode == 1  # 403: not the token's
+    assert cli("cancel", "cli-1").returncode == 0
+    bad = subprocess.run([str(BIN / "kjudge"), "--redis", gateway.url, "wait", "cli-1"], capture_output=True, text=True,
+                         timeout=30, env=dict(os.environ, KJUDGE_TOKEN="kjt_wrong"))
+    assert bad.returncode == 3 and "unauthorized" in bad.stderr
