@@ -17,13 +17,18 @@
 
 namespace {
 
-// SIGTERM/SIGINT, taken by a thread of their own (blocked everywhere else): stop accepting.
-std::thread stop_on_signal(kj::gateway::Server& server) {
+// SIGTERM/SIGINT are blocked before any thread starts (every thread inherits the mask) and taken
+// by a thread of their own, which stops the server.
+sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+std::thread stop_on_signal(sigset_t set, kj::gateway::Server& server) {
   return std::thread([set, &server] {
     int sig = 0;
     sigwait(&set, &sig);
@@ -46,6 +51,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error");
   CLI11_PARSE(app, argc, argv);
   std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = block_stop_signals();
   try {
     const std::optional<std::filesystem::path> file = config_file ? std::optional<std::filesystem::path>(*config_file) : std::nullopt;
     kj::Config cfg = kj::load_config(file);
@@ -57,7 +63,7 @@ int main(int argc, char** argv) {
     kj::gateway::Gateway gateway(std::move(gw_cfg), kj::redis_endpoint(cfg.redis), cfg.redis.partition);
     gateway.start();
     kj::gateway::Server server(gateway);
-    auto signals = stop_on_signal(server);
+    auto signals = stop_on_signal(stop_signals, server);
     kj::log::info("gateway.listening", {{"address", gateway.config().address}, {"port", server.port()},
                                         {"redis", cfg.redis.url}, {"tokens", gateway.tokens().size()}});
     server.run();

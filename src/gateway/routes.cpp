@@ -76,6 +76,8 @@ Reply Routes::handle(const Request& request) {
   } catch (const kjqueue::QueueError& e) {  // Redis away or refusing: nothing was acknowledged
     gateway_.metrics().redis_error();
     reply = error_reply(503, "redis_unavailable", e.what());
+  } catch (const std::exception& e) {  // a bug of ours: said, counted, and the connection lives on
+    reply = error_reply(500, "internal", e.what());
   }
   if (!reply.refusal.empty()) gateway_.metrics().refusal(reply.refusal, tenant);
   gateway_.metrics().request(route, reply.status,
