@@ -389,3 +389,11 @@ def test_the_cli_submits_waits_and_reads_batches_through_the_gateway(redis_url, 
     bad = subprocess.run([str(BIN / "kjudge"), "--redis", gateway.url, "wait", "cli-1"], capture_output=True, text=True,
                          timeout=30, env=dict(os.environ, KJUDGE_TOKEN="kjt_wrong"))
     assert bad.returncode == 3 and "unauthorized" in bad.stderr
+
+
+def test_judge_many_takes_a_gateway_url(redis_url, gateway, kjudged, monkeypatch):
+    from kjudge.judging import judge_many
+    monkeypatch.setenv("KJUDGE_TOKEN", admin(redis_url, "token", "create", "team-e"))
+    wait_until(lambda: gateway.request("GET", "/v1/batches/none", token=os.environ["KJUDGE_TOKEN"])[0] == 404)
+    results = judge_many([trivial(f"jm-{i}", tenant="team-e") for i in range(3)], redis_url=gateway.url, timeout_s=60)
+    assert [verdict_pb2.Verdict.Name(r.status) for r in results] == ["OK"] * 3
