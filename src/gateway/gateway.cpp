@@ -23,13 +23,13 @@ void Gateway::start() {
 }
 
 void Gateway::refresh_queued(kjqueue::Queue& q) {
-  const auto tenants = admission_.tenants();
-  if (tenants.empty()) return;
+  const auto notes = admission_.note();
+  if (notes.empty()) return;
   std::vector<std::string> argv = {"MGET"};
-  for (const auto& t : tenants) argv.push_back(kjqueue::Keys::queued(partition_, t));
+  for (const auto& n : notes) argv.push_back(kjqueue::Keys::queued(partition_, n.tenant));
   const auto counts = q.command(argv);
-  for (std::size_t i = 0; i < tenants.size() && i < counts.size(); ++i)
-    admission_.set_queued(tenants[i], counts[i] ? std::stoll(*counts[i]) : 0);
+  for (std::size_t i = 0; i < notes.size() && i < counts.size(); ++i)
+    admission_.set_queued(notes[i], counts[i] ? std::stoll(*counts[i]) : 0);
 }
 
 void Gateway::refresh_loop() {

@@ -47,25 +47,35 @@ Refusal Admission::admit(const std::string& tenant, std::size_t jobs, std::uint6
   if (s.queued + static_cast<long long>(jobs) > static_cast<long long>(l.max_queued)) return Refusal::OverQuota;
   if (!s.bucket.take(static_cast<double>(jobs), TokenBucket::Clock::now())) return Refusal::RateLimited;
   s.queued += static_cast<long long>(jobs);
+  s.in_flight += static_cast<long long>(jobs);
+  s.admitted += jobs;
   return Refusal::None;
+}
+
+void Admission::written(const std::string& tenant, std::size_t jobs) {
+  std::lock_guard lock(mutex_);
+  auto& s = state_of(tenant);
+  s.in_flight = std::max(0LL, s.in_flight - static_cast<long long>(jobs));
 }
 
 void Admission::release(const std::string& tenant, std::size_t jobs) {
   std::lock_guard lock(mutex_);
   auto& s = state_of(tenant);
   s.queued = std::max(0LL, s.queued - static_cast<long long>(jobs));
+  s.in_flight = std::max(0LL, s.in_flight - static_cast<long long>(jobs));
 }
 
-void Admission::set_queued(const std::string& tenant, long long queued) {
+std::vector<Admission::Note> Admission::note() const {
   std::lock_guard lock(mutex_);
-  state_of(tenant).queued = queued;
-}
-
-std::vector<std::string> Admission::tenants() const {
-  std::lock_guard lock(mutex_);
-  std::vector<std::string> out;
-  for (const auto& [name, _] : tenants_) out.push_back(name);
+  std::vector<Note> out;
+  for (const auto& [name, s] : tenants_) out.push_back({name, s.admitted, s.in_flight});
   return out;
+}
+
+void Admission::set_queued(const Note& note, long long queued_in_redis) {
+  std::lock_guard lock(mutex_);
+  auto& s = state_of(note.tenant);
+  s.queued = queued_in_redis + note.in_flight + static_cast<long long>(s.admitted - note.admitted);
 }
 
 }  // namespace kj::gateway

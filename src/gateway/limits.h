@@ -34,16 +34,28 @@ class Admission {
   explicit Admission(const GatewayConfig& config);
   // Reserves `jobs` places in the tenant's quota and rate when every check passes.
   Refusal admit(const std::string& tenant, std::size_t jobs, std::uint64_t largest_job_bytes);
-  // Gives back places reserved for jobs that Redis did not take (duplicates, errors).
+  // Every admitted job is then either written (Redis took it, or it was a duplicate) or, with
+  // release, given back (duplicates and failures: Redis holds nothing new for it).
+  void written(const std::string& tenant, std::size_t jobs);
   void release(const std::string& tenant, std::size_t jobs);
-  // The refresher's reading of kj:{pN}:queued:<tenant> (jobs without a result, in Redis).
-  void set_queued(const std::string& tenant, long long queued);
-  std::vector<std::string> tenants() const;  // every tenant seen so far
+
+  // The refresher: note each tenant's admissions, read kj:{pN}:queued:<tenant> from Redis, then set
+  // the count to that reading plus what was in flight or admitted since the note (those may be
+  // missing from the reading; counting one twice refuses early until the next reading).
+  struct Note {
+    std::string tenant;
+    unsigned long long admitted = 0;
+    long long in_flight = 0;
+  };
+  std::vector<Note> note() const;  // every tenant seen so far
+  void set_queued(const Note& note, long long queued_in_redis);
 
  private:
   struct TenantState {
     TokenBucket bucket;
     long long queued = 0;
+    long long in_flight = 0;          // admitted, Redis not answered yet
+    unsigned long long admitted = 0;  // ever
   };
   TenantState& state_of(const std::string& tenant);  // mutex_ held
 

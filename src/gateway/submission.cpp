@@ -77,8 +77,12 @@ std::optional<Reply> Submission::admit_and_write(const std::string& tenant, cons
       const auto res = queue_.submit(tenant, job.job_id(), job.SerializeAsString(),
                                      {job.batch_id(), expected, kjqueue::lane_of_priority(job.priority())});
       written.accepted.push_back({{"job_id", job.job_id()}, {"entry_id", res.entry_id}, {"duplicate", res.duplicate}});
-      if (res.duplicate) admission.release(tenant, 1);
-      else ++written.fresh;
+      if (res.duplicate) {
+        admission.release(tenant, 1);
+      } else {
+        admission.written(tenant, 1);
+        ++written.fresh;
+      }
     }
   } catch (const kjqueue::QueueError& e) {
     admission.release(tenant, jobs.size() - done);

@@ -54,11 +54,26 @@ TEST(Admission, ChecksSizeBatchQuotaThenReserves) {
 TEST(Admission, TheRefresherReadingReplacesTheEstimate) {
   const auto c = config_with_tenant();
   Admission a(c);
-  a.set_queued("t", 4);
-  EXPECT_EQ(a.admit("t", 1, 10), Refusal::OverQuota);
-  a.set_queued("t", 0);  // judged meanwhile
   EXPECT_EQ(a.admit("t", 1, 10), Refusal::None);
-  EXPECT_EQ(a.tenants(), std::vector<std::string>{"t"});
+  a.written("t", 1);
+  a.set_queued(a.note()[0], 4);  // Redis: 4 jobs without a result
+  EXPECT_EQ(a.admit("t", 1, 10), Refusal::OverQuota);
+  a.set_queued(a.note()[0], 0);  // judged meanwhile
+  EXPECT_EQ(a.admit("t", 1, 10), Refusal::None);
+  ASSERT_EQ(a.note().size(), 1u);
+  EXPECT_EQ(a.note()[0].tenant, "t");
+}
+
+TEST(Admission, JobsInFlightOrAdmittedDuringAReadingStayCounted) {
+  const auto c = config_with_tenant();  // max_queued 4
+  Admission a(c);
+  EXPECT_EQ(a.admit("t", 2, 10), Refusal::None);  // Redis not answered yet
+  const auto before_read = a.note()[0];
+  EXPECT_EQ(a.admit("t", 1, 10), Refusal::None);  // while the refresher reads
+  a.written("t", 3);
+  a.set_queued(before_read, 0);  // the reading saw none of the three
+  EXPECT_EQ(a.admit("t", 2, 10), Refusal::OverQuota);  // 3 + 2 > 4: the stale reading let none through
+  EXPECT_EQ(a.admit("t", 1, 10), Refusal::None);
 }
 
 TEST(Admission, RateLimitsPerTenant) {

@@ -191,7 +191,7 @@ def test_bad_input_is_a_clear_4xx_and_writes_nothing(redis_url, gateway):
         (job_pb2.Job(job_id="no-task").SerializeToString(), "application/x-protobuf", 400, "no_task"),
         (as_json(trivial("bad id!")), "application/json", 400, "bad_job_id"),
         (as_json(trivial("t")), "text/plain", 415, "unsupported_media_type"),
-        (as_json(trivial("big", meta={"pad": "x" * 9000})), "application/json", 413, "job_too_large"),
+        (as_json(trivial("big", client_meta={"pad": "x" * 9000})), "application/json", 413, "job_too_large"),
         (b"x" * 70000, "application/json", 413, "request_too_large"),
     ]
     for body, media, want_status, want_code in cases:
@@ -262,7 +262,7 @@ def test_a_flood_leaves_another_tenants_jobs_judged_and_redis_bounded(redis_url,
         payload = "x" * 3000
         i = 0
         while not stop.is_set():
-            job = trivial(f"f{n}-{i}", meta={"pad": payload})
+            job = trivial(f"f{n}-{i}", client_meta={"pad": payload})
             job.trivial.argv[:] = ["/bin/sleep", "0.2"]  # slow jobs: the flood's queue stays full
             try:
                 client.submit(job)
