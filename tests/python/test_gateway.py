@@ -298,7 +298,7 @@ def test_a_thousand_submissions_survive_a_gateway_restart_and_are_judged(redis_u
     token = admin(redis_url, "token", "create", "bulk")
     wait_until(lambda: gateway.request("GET", "/v1/batches/none", token=token)[0] == 404)
     ids = [f"bulk-{i}" for i in range(1000)]
-    errors = []
+    errors, acknowledged = [], []
 
     def submitter(part):
         client = GatewayClient(gateway.url, token)
@@ -307,14 +307,16 @@ def test_a_thousand_submissions_survive_a_gateway_restart_and_are_judged(redis_u
                 job = trivial(job_id, batch_id="bulk")
                 job.trivial.skip_sandbox = True
                 client.submit(job)
+                acknowledged.append(job_id)
         except Exception as e:  # noqa: BLE001 (reported below)
             errors.append(e)
 
     threads = [threading.Thread(target=submitter, args=(ids[k::4],)) for k in range(4)]
     for t in threads:
         t.start()
-    wait_until(lambda: stream_length(redis_url, "bulk") >= 300, 30)
+    wait_until(lambda: len(acknowledged) >= 100, 30)
     assert gateway.stop() == 0  # SIGTERM mid-stream: clients see resets and retry
+    assert len(acknowledged) < 900, "the restart came too late to test anything"
     gateway.start()
     for t in threads:
         t.join()
