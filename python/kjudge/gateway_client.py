@@ -13,6 +13,7 @@ gateway restarted, the network broke) is sent again: job ids make submission ide
 import http.client
 import json
 import os
+import ssl
 import threading
 import time
 import urllib.parse
@@ -37,7 +38,9 @@ class GatewayError(QueueError):
 class GatewayClient:
     """One keep-alive connection per thread. Thread-safe."""
 
-    def __init__(self, url: str, token: str = None, *, timeout_s: float = 90.0):
+    def __init__(self, url: str, token: str = None, *, timeout_s: float = 90.0, ssl_context=None):
+        """ssl_context: for https, an ssl.SSLContext (default: the system's CAs; a private CA:
+        ssl.create_default_context(cafile=...))."""
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise QueueError("gateway url %r: want http(s)://host[:port]" % url)
@@ -47,6 +50,7 @@ class GatewayClient:
         if not self._token:
             raise QueueError("a gateway needs an API token: pass token= or set KJUDGE_TOKEN (kjudge admin token create)")
         self._timeout_s = timeout_s
+        self._ssl_context = ssl_context
         self._local = threading.local()
 
     # -- transport ---------------------------------------------------------------------------
@@ -54,8 +58,11 @@ class GatewayClient:
     def _connection(self):
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            cls = http.client.HTTPSConnection if self._parsed.scheme == "https" else http.client.HTTPConnection
-            conn = cls(self._parsed.hostname, self._parsed.port, timeout=self._timeout_s)
+            if self._parsed.scheme == "https":
+                conn = http.client.HTTPSConnection(self._parsed.hostname, self._parsed.port, timeout=self._timeout_s,
+                                                   context=self._ssl_context)
+            else:
+                conn = http.client.HTTPConnection(self._parsed.hostname, self._parsed.port, timeout=self._timeout_s)
             self._local.conn = conn
         return conn
 
@@ -79,6 +86,9 @@ class GatewayClient:
                 if resp.will_close:
                     self._drop_connection()
                 break
+            except ssl.SSLCertVerificationError as e:  # not the gateway's restart: resending cannot help
+                self._drop_connection()
+                raise QueueError("gateway %s: %s" % (self.url, e)) from e
             except (OSError, http.client.HTTPException) as e:
                 self._drop_connection()
                 if attempt == _RETRIES:

@@ -55,6 +55,9 @@ void apply(const toml::table& g, GatewayConfig& c) {
   const std::string s = "gateway";
   if (auto a = exact<std::string>(g, s, "address")) c.address = *a;
   take_int(g, s, "port", c.port, 0, 65535);
+  if (auto v = exact<std::string>(g, s, "tls_cert")) c.tls_cert = *v;
+  if (auto v = exact<std::string>(g, s, "tls_key")) c.tls_key = *v;
+  if (c.tls_cert.empty() != c.tls_key.empty()) throw std::runtime_error("gateway.tls_cert and gateway.tls_key go together");
   take_int(g, s, "max_request_bytes", c.max_request_bytes, 1024, 1ll << 31);
   take_int(g, s, "max_connections", c.max_connections, 1, 100'000);
   take_duration(g, s, "idle_timeout_s", c.idle_timeout, 1);

@@ -23,6 +23,7 @@ struct TenantLimits {
 struct GatewayConfig {
   std::string address = "127.0.0.1";
   int port = 8480;                                     // 0: any free port (logged at start)
+  std::string tls_cert, tls_key;                       // PEM files: both set, the gateway speaks HTTPS only
   std::uint64_t max_request_bytes = 16ull << 20;       // a larger body is refused (413) unread
   unsigned max_connections = 512;                      // one thread each; more are told 503
   std::chrono::seconds idle_timeout{60};               // a keep-alive connection idle this long is closed

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <thread>
@@ -45,10 +46,21 @@ std::optional<Reply> read_failure(const beast::error_code& ec, std::uint64_t max
   return std::nullopt;
 }
 
+boost::asio::ssl::context tls_context(const GatewayConfig& c) {
+  namespace ssl = boost::asio::ssl;
+  ssl::context ctx(ssl::context::tls_server);
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                  ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+  ctx.use_certificate_chain_file(c.tls_cert);
+  ctx.use_private_key_file(c.tls_key, ssl::context::pem);
+  return ctx;
+}
+
 }  // namespace
 
 Server::Server(Gateway& gateway) : gateway_(gateway), acceptor_(ioc_) {
   const auto& c = gateway_.config();
+  if (!c.tls_cert.empty()) tls_.emplace(tls_context(c));
   tcp::endpoint ep(boost::asio::ip::make_address(c.address), static_cast<unsigned short>(c.port));
   acceptor_.open(ep.protocol());
   acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
@@ -80,6 +92,7 @@ void Server::run() {
 
 void Server::refuse_busy(tcp::socket& socket) {
   gateway_.metrics().refusal("too_many_connections", "");
+  if (tls_) return;  // no handshake for a connection we will not serve: it is just closed
   beast::error_code ec;
   http::write(socket, to_response(error_reply(503, "too_many_connections", "the gateway is at its connection limit"), 11, false), ec);
 }
@@ -88,7 +101,14 @@ void Server::serve(tcp::socket socket) {
   gateway_.metrics().connection_opened();
   set_receive_timeout(socket, gateway_.config().idle_timeout);
   try {
-    serve_requests(socket);
+    if (tls_) {
+      boost::asio::ssl::stream<tcp::socket&> stream(socket, *tls_);
+      beast::error_code ec;
+      stream.handshake(boost::asio::ssl::stream_base::server, ec);
+      if (!ec) serve_requests(stream, socket.native_handle());
+    } else {
+      serve_requests(socket, socket.native_handle());
+    }
   } catch (const std::exception& e) {
     log::warn("gateway.connection_failed", {{"error", e.what()}});
   }
@@ -98,7 +118,8 @@ void Server::serve(tcp::socket socket) {
   gateway_.metrics().connection_closed();
 }
 
-void Server::serve_requests(tcp::socket& socket) {
+template <typename Stream>
+void Server::serve_requests(Stream& socket, int fd) {
   Routes routes(gateway_);
   beast::flat_buffer buffer;
   const auto max_bytes = gateway_.config().max_request_bytes;
@@ -107,7 +128,7 @@ void Server::serve_requests(tcp::socket& socket) {
     parser.body_limit(max_bytes);
     beast::error_code ec;
     http::read(socket, buffer, parser, ec);
-    const bool stay = mark_busy(socket.native_handle(), true);
+    const bool stay = mark_busy(fd, true);
     if (ec) {
       if (auto reply = read_failure(ec, max_bytes)) {
         gateway_.metrics().refusal(reply->refusal, routes.tenant_of(parser.get()).value_or(""));
@@ -118,7 +139,7 @@ void Server::serve_requests(tcp::socket& socket) {
     const auto& request = parser.get();
     const bool keep_alive = stay && request.keep_alive();
     http::write(socket, to_response(routes.handle(request), request.version(), keep_alive), ec);
-    if (ec || !keep_alive || !mark_busy(socket.native_handle(), false)) return;
+    if (ec || !keep_alive || !mark_busy(fd, false)) return;
   }
 }
 

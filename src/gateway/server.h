@@ -1,17 +1,20 @@
 // kjudge-gateway's HTTP/1.1 listener (Boost.Beast, synchronous): one thread per connection
 // (keep-alive; a long-poll holds only its own thread and Redis connection), at most
 // max_connections at once (more get 503). stop() ends accepting, closes idle connections and
-// lets requests in flight finish; wait_idle() waits for them.
+// lets requests in flight finish; wait_idle() waits for them. With [gateway] tls_cert and tls_key,
+// every connection is TLS (OpenSSL through Asio).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "gateway/gateway.h"
 
@@ -28,7 +31,8 @@ class Server {
 
  private:
   void serve(boost::asio::ip::tcp::socket socket);
-  void serve_requests(boost::asio::ip::tcp::socket& socket);
+  template <typename Stream>
+  void serve_requests(Stream& stream, int fd);
   void refuse_busy(boost::asio::ip::tcp::socket& socket);
   // A connection between requests may be shut down by stop(); one in a request may not.
   bool mark_busy(int fd, bool busy);  // false once stopping (the connection then closes)
@@ -37,6 +41,7 @@ class Server {
   Gateway& gateway_;
   boost::asio::io_context ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  std::optional<boost::asio::ssl::context> tls_;
   std::atomic<bool> stopping_{false};
   std::mutex connections_mutex_;
   std::condition_variable all_closed_;

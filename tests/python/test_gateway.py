@@ -22,7 +22,7 @@ import pytest
 import redis
 
 from kjudge import keys
-from kjudge.client import QueueFull
+from kjudge.client import QueueError, QueueFull
 from kjudge.gateway_client import GatewayClient, GatewayError
 from kjudge.v1 import gateway_pb2, job_pb2, result_pb2, verdict_pb2
 
@@ -399,3 +399,27 @@ def test_judge_many_takes_a_gateway_url(redis_url, gateway, kjudged, monkeypatch
     wait_until(lambda: gateway.request("GET", "/v1/batches/none", token=os.environ["KJUDGE_TOKEN"])[0] == 404)
     results = judge_many([trivial(f"jm-{i}", tenant="team-e") for i in range(3)], redis_url=gateway.url, timeout_s=60)
     assert [verdict_pb2.Verdict.Name(r.status) for r in results] == ["OK"] * 3
+
+
+def test_tls_where_configured(redis_url, tmp_path):
+    """[gateway] tls_cert/tls_key: HTTPS only; the Python client verifies the certificate."""
+    import ssl
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    token = admin(redis_url, "token", "create", "team-a")
+    gw = Gateway(redis_url, tmp_path, SMALL_CONFIG.replace("[gateway]\n", f'[gateway]\ntls_cert = "{cert}"\ntls_key = "{key}"\n'))
+    try:
+        client = GatewayClient(f"https://127.0.0.1:{gw.port}", token,
+                               ssl_context=ssl.create_default_context(cafile=str(cert)))
+        assert client.submit(trivial("tls-1"))[1] is False
+        assert client.batch_status("team-a", "none")["submitted"] == 0
+        with pytest.raises((http.client.HTTPException, OSError)):  # plain HTTP to the TLS port: no HTTP reply
+            gw.request("GET", "/livez")
+        untrusting = GatewayClient(f"https://127.0.0.1:{gw.port}", token)  # the system's CAs only
+        with pytest.raises(QueueError, match="certificate verify failed"):
+            untrusting.submit(trivial("tls-2"))
+        assert stream_length(redis_url, "team-a") == 1
+    finally:
+        assert gw.stop() == 0, gw.log_path.read_text()
