@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -225,12 +226,12 @@ def test_quota_and_rate_are_enforced_before_redis(redis_url, gateway):
     assert refusals(text, "over_quota", "tiny") == 4 and refusals(text, "rate_limited", "slow") == 2
 
 
-def start_kjudged(redis_url, tmp_path):
+def start_kjudged(redis_url, tmp_path, metrics_port=0):
     state = Path(tempfile.mkdtemp(prefix="kjudge-gw-state."))
     state.chmod(0o711)
     cfg = tmp_path / "kjudged.toml"
     cfg.write_text(f'[daemon]\nnode = "gw-node"\nstate_dir = "{state}"\nworkers = 2\n'
-                   "[testing]\nallow_trivial_switches = true\n")
+                   f"[testing]\nallow_trivial_switches = true\n[metrics]\nport = {metrics_port}\n")
     log = open(tmp_path / "kjudged.log", "w")
     proc = subprocess.Popen([str(BIN / "kjudged"), "--config", str(cfg), "--redis", redis_url],
                             stdout=log, stderr=subprocess.STDOUT)
@@ -242,7 +243,9 @@ def start_kjudged(redis_url, tmp_path):
 
 @pytest.fixture
 def kjudged(redis_url, tmp_path):
-    proc = start_kjudged(redis_url, tmp_path)
+    port = free_port()
+    proc = start_kjudged(redis_url, tmp_path, port)
+    proc.metrics_port = port
     yield proc
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
@@ -288,6 +291,9 @@ def test_a_flood_leaves_another_tenants_jobs_judged_and_redis_bounded(redis_url,
     text = gateway.metrics()
     assert refusals(text, "over_quota", "flood") > 0 and sent[0] > 100
     assert refusals(text, "over_quota", "calm") == 0 and refusals(text, "rate_limited", "calm") == 0
+    # the nodes' view per tenant (the dashboard's queue wait per tenant)
+    node_metrics = urllib.request.urlopen(f"http://127.0.0.1:{kjudged.metrics_port}/metrics", timeout=10).read().decode()
+    assert 'kjudge_tenant_queue_wait_seconds_count{tenant="calm"} 4' in node_metrics
     # the flood holds at most its quota of jobs in Redis: 40 x ~3 KB, far below what it sent
     queued = int(r.get(keys.queued(0, "flood")) or 0)
     assert queued <= 40 + 3, queued

@@ -48,7 +48,7 @@ def test_the_dashboard_covers_the_operators_view():
         for t in p["targets"]:
             queried |= set(re.findall(r"\b(kjudge_[a-z0-9_]+)", t["expr"]))
     wanted = {
-        "queue depth per tenant": "kjudge_queue_lag", "queue wait": "kjudge_stage_seconds_bucket",
+        "queue depth per tenant": "kjudge_queue_lag", "queue wait per tenant": "kjudge_tenant_queue_wait_seconds_bucket",
         "verdict rates": "kjudge_verdicts_total", "GPU busy share": "kjudge_gpu_running_jobs",
         "quarantines": "kjudge_gpu_quarantines_total", "build queue": "kjudge_builds_running",
         "build seconds": "kjudge_builds_wait_seconds_total", "gateway refusals": "kjudge_gateway_refusals_total",
