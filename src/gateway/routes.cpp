@@ -51,6 +51,8 @@ std::pair<std::string, std::string_view> resource_id(std::string_view rest) {
   return {std::string(rest.substr(0, slash)), rest.substr(slash)};
 }
 
+Reply no_route() { return error_reply(404, "not_found", "no such route (docs/gateway.md lists them)"); }
+
 Reply body_refused(std::string_view content_type) {
   return error_reply(415, "unsupported_media_type",
                      fmt::format("Content-Type '{}': send application/json or application/x-protobuf", content_type));
@@ -95,7 +97,7 @@ Reply Routes::dispatch(const Request& request, std::string& route, std::string& 
     route = "metrics";
     return {200, gateway_.metrics().render(), "text/plain; version=0.0.4; charset=utf-8", {}};
   }
-  if (!path.starts_with("/v1/")) return error_reply(404, "not_found", "no such route");
+  if (!path.starts_with("/v1/")) return no_route();
   const auto who = tenant_of(request);
   if (!who) return error_reply(401, "unauthorized", "send Authorization: Bearer <token> (kjudge admin token create)");
   tenant = *who;
@@ -103,42 +105,62 @@ Reply Routes::dispatch(const Request& request, std::string& route, std::string& 
 }
 
 Reply Routes::tenant_route(const Request& request, const std::string& tenant, std::string_view path, std::string& route) {
-  const auto verb = request.method();
-  const auto query = split_target(std::string_view(request.target().data(), request.target().size())).second;
-  if (verb == http::verb::post && (path == "/jobs" || path == "/batches")) {
+  if (request.method() == http::verb::post && (path == "/jobs" || path == "/batches")) {
     route = path == "/jobs" ? "submit" : "submit_batch";
-    const auto media = header(request, http::field::content_type);
-    const auto format = body_format(media.empty() ? "application/json" : media);
-    if (!format) return body_refused(media);
-    Submission submission(gateway_, queue());
-    return path == "/jobs" ? submission.submit_job(tenant, request.body(), *format)
-                           : submission.submit_batch(tenant, request.body(), *format);
+    return submit(request, tenant, path == "/batches");
   }
-  if (path.starts_with("/jobs/")) {
-    const auto [id, rest] = resource_id(path.substr(6));
-    if (!kjqueue::valid_job_id(id)) return error_reply(400, "bad_job_id", "job ids match [A-Za-z0-9._:-]{1,128}");
-    const auto format = reply_format(header(request, http::field::accept));
-    if (verb == http::verb::get && rest.empty()) {
-      route = "job";
-      return job_result(tenant, id, format, {});
-    }
-    if (verb == http::verb::get && rest == "/wait") {
-      route = "wait";
-      return job_result(tenant, id, format, wait_timeout(query, gateway_.config().max_wait));
-    }
-    if (verb == http::verb::delete_ && rest.empty()) {
-      route = "cancel";
-      return cancel(tenant, id, "");
-    }
+  if (path.starts_with("/jobs/")) return job_route(request, tenant, path.substr(6), route);
+  if (path.starts_with("/batches/")) return batch_route(request, tenant, path.substr(9), route);
+  return no_route();
+}
+
+Reply Routes::submit(const Request& request, const std::string& tenant, bool batch) {
+  const auto media = header(request, http::field::content_type);
+  const auto format = body_format(media.empty() ? "application/json" : media);
+  if (!format) return body_refused(media);
+  Submission submission(gateway_, queue());
+  return batch ? submission.submit_batch(tenant, request.body(), *format)
+               : submission.submit_job(tenant, request.body(), *format);
+}
+
+// GET <id>, GET <id>/wait?timeout_s=N, DELETE <id>
+Reply Routes::job_route(const Request& request, const std::string& tenant, std::string_view rest_of_path,
+                        std::string& route) {
+  const auto [id, rest] = resource_id(rest_of_path);
+  if (!kjqueue::valid_job_id(id)) return error_reply(400, "bad_job_id", "job ids match [A-Za-z0-9._:-]{1,128}");
+  const auto verb = request.method();
+  const auto format = reply_format(header(request, http::field::accept));
+  if (verb == http::verb::get && rest.empty()) {
+    route = "job";
+    return job_result(tenant, id, format, {});
   }
-  if (path.starts_with("/batches/")) {
-    const auto [id, rest] = resource_id(path.substr(9));
-    if (!kjqueue::valid_job_id(id) || !rest.empty()) return error_reply(400, "bad_batch_id", "batch ids match [A-Za-z0-9._:-]{1,128}");
-    route = verb == http::verb::get ? "batch" : "cancel_batch";
-    if (verb == http::verb::get) return batch_counters(tenant, id);
-    if (verb == http::verb::delete_) return cancel(tenant, "", id);
+  if (verb == http::verb::get && rest == "/wait") {
+    route = "wait";
+    const auto query = split_target(std::string_view(request.target().data(), request.target().size())).second;
+    return job_result(tenant, id, format, wait_timeout(query, gateway_.config().max_wait));
   }
-  return error_reply(404, "not_found", "no such route (docs/gateway.md lists them)");
+  if (verb == http::verb::delete_ && rest.empty()) {
+    route = "cancel";
+    return cancel(tenant, id, "");
+  }
+  return no_route();
+}
+
+// GET <id> (counters), DELETE <id> (cancel the batch)
+Reply Routes::batch_route(const Request& request, const std::string& tenant, std::string_view rest_of_path,
+                          std::string& route) {
+  const auto [id, rest] = resource_id(rest_of_path);
+  if (!kjqueue::valid_job_id(id) || !rest.empty())
+    return error_reply(400, "bad_batch_id", "batch ids match [A-Za-z0-9._:-]{1,128}");
+  if (request.method() == http::verb::get) {
+    route = "batch";
+    return batch_counters(tenant, id);
+  }
+  if (request.method() == http::verb::delete_) {
+    route = "cancel_batch";
+    return cancel(tenant, "", id);
+  }
+  return no_route();
 }
 
 Reply Routes::job_result(const std::string& tenant, const std::string& job_id, BodyFormat format,

@@ -35,6 +35,9 @@ class Routes {
  private:
   Reply dispatch(const Request& request, std::string& route, std::string& tenant);
   Reply tenant_route(const Request& request, const std::string& tenant, std::string_view path, std::string& route);
+  Reply submit(const Request& request, const std::string& tenant, bool batch);
+  Reply job_route(const Request& request, const std::string& tenant, std::string_view rest_of_path, std::string& route);
+  Reply batch_route(const Request& request, const std::string& tenant, std::string_view rest_of_path, std::string& route);
   Reply job_result(const std::string& tenant, const std::string& job_id, BodyFormat format,
                    std::chrono::milliseconds wait);
   Reply batch_counters(const std::string& tenant, const std::string& batch_id);
