@@ -2,7 +2,9 @@
 
 #include "cli/admin.h"
 
+#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 namespace kj::cli {
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = boost::asio::ssl;
 using tcp = boost::asio::ip::tcp;
 using nlohmann::json;
 
@@ -30,6 +33,15 @@ std::string error_of(const GatewayClient::Response& r) {
   return r.body;
 }
 
+template <typename Stream>
+GatewayClient::Response round_trip(Stream& stream, const http::request<http::string_body>& req) {
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  http::read(stream, buffer, res);
+  return {static_cast<int>(res.result_int()), res.body()};
+}
+
 int fail(const GatewayClient::Response& r) {
   std::cerr << "kjudge: gateway " << r.status << " " << error_of(r) << "\n";
   return r.status == 429 ? kExitQueueFull : 1;
@@ -41,18 +53,16 @@ bool is_gateway_url(std::string_view url) { return url.starts_with("http://") ||
 
 GatewayClient::GatewayClient(const std::string& url, std::string token) : token_(std::move(token)) {
   std::smatch m;
-  if (!std::regex_match(url, m, std::regex(R"(http://([^/:]+)(?::([0-9]+))?/?)")))
-    throw std::runtime_error("gateway url '" + url + "': want http://host[:port] (https: use the Python client or a local TLS proxy)");
-  host_ = m[1].str();
-  port_ = m[2].matched ? m[2].str() : "80";
+  if (!std::regex_match(url, m, std::regex(R"((https?)://([^/:]+)(?::([0-9]+))?/?)")))
+    throw std::runtime_error("gateway url '" + url + "': want http(s)://host[:port]");
+  tls_ = m[1].str() == "https";
+  host_ = m[2].str();
+  port_ = m[3].matched ? m[3].str() : (tls_ ? "443" : "80");
   if (token_.empty()) throw std::runtime_error("a gateway needs an API token: set KJUDGE_TOKEN (kjudge admin token create)");
 }
 
 GatewayClient::Response GatewayClient::request_once(const std::string& method, const std::string& target,
                                                     const std::string& body) const {
-  boost::asio::io_context ioc;
-  beast::tcp_stream stream(ioc);
-  stream.connect(tcp::resolver(ioc).resolve(host_, port_));
   http::request<http::string_body> req{http::string_to_verb(method), target, 11};
   req.set(http::field::host, host_);
   req.set(http::field::authorization, "Bearer " + token_);
@@ -60,11 +70,19 @@ GatewayClient::Response GatewayClient::request_once(const std::string& method, c
   if (!body.empty()) req.set(http::field::content_type, "application/x-protobuf");
   req.body() = body;
   req.prepare_payload();
-  http::write(stream, req);
-  beast::flat_buffer buffer;
-  http::response<http::string_body> res;
-  http::read(stream, buffer, res);
-  return {static_cast<int>(res.result_int()), res.body()};
+  boost::asio::io_context ioc;
+  tcp::socket socket(ioc);
+  boost::asio::connect(socket, tcp::resolver(ioc).resolve(host_, port_));
+  if (!tls_) return round_trip(socket, req);
+  // the system's CAs (OpenSSL honours SSL_CERT_FILE for a private CA), and the certificate must name host_
+  ssl::context ctx(ssl::context::tls_client);
+  ctx.set_default_verify_paths();
+  ctx.set_verify_mode(ssl::verify_peer);
+  ssl::stream<tcp::socket&> stream(socket, ctx);
+  SSL_set_tlsext_host_name(stream.native_handle(), host_.c_str());
+  stream.set_verify_callback(ssl::host_name_verification(host_));
+  stream.handshake(ssl::stream_base::client);
+  return round_trip(stream, req);
 }
 
 GatewayClient::Response GatewayClient::request(const std::string& method, const std::string& target,
@@ -73,6 +91,8 @@ GatewayClient::Response GatewayClient::request(const std::string& method, const 
     try {
       return request_once(method, target, body);
     } catch (const boost::system::system_error& e) {  // restarting or unreachable: job ids make a resend safe
+      if (e.code().category() == boost::asio::error::get_ssl_category())  // a certificate a resend cannot fix
+        throw std::runtime_error("gateway " + host_ + ":" + port_ + ": TLS: " + e.what());
       if (attempt >= 50) throw std::runtime_error("gateway " + host_ + ":" + port_ + ": " + e.what());
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }

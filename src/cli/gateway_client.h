@@ -1,6 +1,6 @@
 // `kjudge --redis http://host:port ...`: submit, wait, cancel and batch through kjudge-gateway
-// (docs/gateway.md) instead of Redis; the API token comes from $KJUDGE_TOKEN. Plain HTTP only
-// (https: the Python client, or a local TLS proxy).
+// (docs/gateway.md) instead of Redis; the API token comes from $KJUDGE_TOKEN. https:// verifies the
+// gateway's certificate against the system's CAs ($SSL_CERT_FILE for a private CA) and its name.
 #pragma once
 
 #include <chrono>
@@ -21,7 +21,7 @@ class GatewayClient {
     int status = 0;
     std::string body;
   };
-  // url: http://host[:port]; throws std::runtime_error on another form or without a token.
+  // url: http(s)://host[:port]; throws std::runtime_error on another form or without a token.
   GatewayClient(const std::string& url, std::string token);
   // One request on a fresh connection; resent while the connection fails (up to ~10 s).
   Response request(const std::string& method, const std::string& target, const std::string& body = "") const;
@@ -29,6 +29,7 @@ class GatewayClient {
  private:
   Response request_once(const std::string& method, const std::string& target, const std::string& body) const;
   std::string host_, port_, token_;
+  bool tls_ = false;
 };
 
 // Each returns the process exit code and prints what `kjudge` prints for the same command on Redis.

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string redis = default_redis_url();
   int partition = 0;
-  app.add_option("--redis", redis, "Redis URL, or a kjudge-gateway's http://host:port for submit, wait, cancel and batch "
+  app.add_option("--redis", redis, "Redis URL, or a kjudge-gateway's http(s)://host:port for submit, wait, cancel and batch "
                                    "(token: env KJUDGE_TOKEN) (env KJUDGE_REDIS; default: the dev daemon's socket)");
   app.add_option("--partition", partition, "queue partition");
 

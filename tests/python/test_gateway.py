@@ -427,5 +427,13 @@ def test_tls_where_configured(redis_url, tmp_path):
         with pytest.raises(QueueError, match="certificate verify failed"):
             untrusting.submit(trivial("tls-2"))
         assert stream_length(redis_url, "team-a") == 1
+        # the CLI: the private CA through SSL_CERT_FILE, else a clear refusal (no resending)
+        cli = [str(BIN / "kjudge"), "--redis", f"https://127.0.0.1:{gw.port}", "submit", "--trivial", "--job-id"]
+        env = dict(os.environ, KJUDGE_TOKEN=token)
+        p = subprocess.run(cli + ["tls-3"], capture_output=True, text=True, timeout=60, env=dict(env, SSL_CERT_FILE=str(cert)))
+        assert p.returncode == 0 and p.stdout.strip() == "tls-3", p.stderr
+        p = subprocess.run(cli + ["tls-4"], capture_output=True, text=True, timeout=60, env=env)
+        assert p.returncode == 1 and "TLS" in p.stderr and "certificate verify failed" in p.stderr, p.stderr
+        assert stream_length(redis_url, "team-a") == 2
     finally:
         assert gw.stop() == 0, gw.log_path.read_text()
