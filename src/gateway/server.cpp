@@ -29,11 +29,6 @@ Response to_response(Reply reply, unsigned version, bool keep_alive) {
   return res;
 }
 
-void set_receive_timeout(tcp::socket& socket, std::chrono::seconds timeout) {
-  timeval tv{static_cast<time_t>(timeout.count()), 0};
-  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-}
-
 // Why a request could not be read to its end, as the reply to send (none: just close).
 std::optional<Reply> read_failure(const beast::error_code& ec, std::uint64_t max_bytes) {
   if (ec == http::error::body_limit)
@@ -71,6 +66,7 @@ Server::Server(Gateway& gateway) : gateway_(gateway), acceptor_(ioc_) {
 int Server::port() const { return acceptor_.local_endpoint().port(); }
 
 void Server::run() {
+  std::thread reaper([this] { reap_idle(); });
   while (!stopping_) {
     tcp::socket socket(ioc_);
     beast::error_code ec;
@@ -84,9 +80,22 @@ void Server::run() {
       refuse_busy(socket);
       continue;
     }
-    connections_[socket.native_handle()] = false;
+    connections_[socket.native_handle()] = {false, std::chrono::steady_clock::now() + gateway_.config().idle_timeout};
     lock.unlock();
     std::thread([this, s = std::move(socket)]() mutable { serve(std::move(s)); }).detach();
+  }
+  reaper.join();
+}
+
+void Server::reap_idle() {
+  std::unique_lock lock(connections_mutex_);
+  while (!stopped_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_.load(); })) {
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& [fd, c] : connections_)
+      if (!c.busy && c.deadline < now) {
+        ::shutdown(fd, SHUT_RDWR);  // its read fails, its thread closes it
+        c.deadline = std::chrono::steady_clock::time_point::max();
+      }
   }
 }
 
@@ -99,7 +108,6 @@ void Server::refuse_busy(tcp::socket& socket) {
 
 void Server::serve(tcp::socket socket) {
   gateway_.metrics().connection_opened();
-  set_receive_timeout(socket, gateway_.config().idle_timeout);
   try {
     if (tls_) {
       boost::asio::ssl::stream<tcp::socket&> stream(socket, *tls_);
@@ -145,7 +153,9 @@ void Server::serve_requests(Stream& socket, int fd) {
 
 bool Server::mark_busy(int fd, bool busy) {
   std::lock_guard lock(connections_mutex_);
-  connections_[fd] = busy;
+  auto& c = connections_[fd];
+  c.busy = busy;
+  if (!busy) c.deadline = std::chrono::steady_clock::now() + gateway_.config().idle_timeout;
   return !stopping_;
 }
 
@@ -156,11 +166,12 @@ void Server::forget(int fd) {
 }
 
 void Server::stop() {
+  std::lock_guard lock(connections_mutex_);
   stopping_ = true;
   ::shutdown(acceptor_.native_handle(), SHUT_RDWR);  // wakes accept()
-  std::lock_guard lock(connections_mutex_);
-  for (const auto& [fd, busy] : connections_)
-    if (!busy) ::shutdown(fd, SHUT_RD);  // idle keep-alive: its read ends, the thread closes it
+  for (const auto& [fd, c] : connections_)
+    if (!c.busy) ::shutdown(fd, SHUT_RD);  // idle keep-alive: its read ends, the thread closes it
+  stopped_.notify_all();
 }
 
 bool Server::wait_idle(std::chrono::seconds timeout) {
