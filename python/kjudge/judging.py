@@ -11,6 +11,7 @@ import threading
 import time
 
 from kjudge.client import Client, QueueError
+from kjudge.gateway_client import GatewayClient, is_gateway_url
 from kjudge.jobs import build_job, default_redis_url
 from kjudge.v1 import job_pb2, verdict_pb2
 
@@ -29,12 +30,13 @@ def verdict_name(result) -> str:
     return verdict_pb2.Verdict.Name(result.status)
 
 
-def client_for(redis_url=None) -> Client:
-    """One Client (connection pool) per URL, shared by every thread."""
+def client_for(redis_url=None):
+    """One client per URL, shared by every thread: a kjudge-gateway's for http(s):// (the token from
+    $KJUDGE_TOKEN), else a Redis connection pool."""
     url = redis_url or default_redis_url()
     with _clients_lock:
         if url not in _clients:
-            _clients[url] = Client(url)
+            _clients[url] = GatewayClient(url) if is_gateway_url(url) else Client(url)
         return _clients[url]
 
 

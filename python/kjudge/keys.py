@@ -35,6 +35,11 @@ def tenants(partition: int) -> str:
     return _prefix(partition) + "tenants"
 
 
+def tokens(partition: int) -> str:
+    """kjudge-gateway's API tokens: hash sha256(token) hex -> tenant (kjudge admin token)."""
+    return _prefix(partition) + "tokens"
+
+
 LANES = (1, 0, -1)  # priority lanes, highest first
 
 

@@ -16,6 +16,8 @@ std::string Keys::tag(int partition) { return "{p" + std::to_string(partition) +
 
 std::string Keys::tenants(int partition) { return prefix(partition) + "tenants"; }
 
+std::string Keys::tokens(int partition) { return prefix(partition) + "tokens"; }
+
 std::string Keys::jobs(int partition, const std::string& tenant, int lane) {
   return prefix(partition) + "jobs:" + tenant + (lane > 0 ? ":high" : lane < 0 ? ":low" : "");
 }

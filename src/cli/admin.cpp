@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "gateway/tokens.h"
 #include "kjudge/v1/result.pb.h"
 #include "kjudge/v1/verdict.pb.h"
 
@@ -24,25 +25,28 @@ std::string selector(const std::vector<std::string>& keys, const std::vector<std
 
 }  // namespace
 
-// Redis runs a function's commands under the caller's ACL, so a tenant user holds exactly the
-// (command, key) pairs kj_submit and kj_cancel use, as selectors; whatever it does with them directly
-// stays within its own keys and cannot lower its queued counter (INCR only) or touch a shared key.
-// Everything else it reads. The kjudged-only functions refuse it (daemon_only in kjudge.lua).
-std::vector<std::string> tenant_acl(const std::string& tenant, const std::string& password, int p) {
-  if (!kjqueue::valid_tenant(tenant)) throw kjqueue::QueueError("invalid tenant '" + tenant + "'");
-  if (password.empty()) throw kjqueue::QueueError("a tenant user needs a password (--password)");
-  const std::vector<std::string> streams = {Keys::jobs(p, tenant, 1), Keys::jobs(p, tenant, 0), Keys::jobs(p, tenant, -1)};
+namespace {
+
+// The ACL of a user that submits for the tenants `tenant` matches (one name, or "*" for the gateway).
+std::vector<std::string> submitter_acl(const std::string& user, const std::string& tenant, const std::string& password,
+                                       int p) {
+  if (password.empty()) throw kjqueue::QueueError("a Redis user needs a password (--password)");
+  const std::vector<std::string> streams = tenant == "*" ? std::vector<std::string>{Keys::jobs(p, tenant, 0)}
+                                                         : std::vector<std::string>{Keys::jobs(p, tenant, 1), Keys::jobs(p, tenant, 0),
+                                                                                    Keys::jobs(p, tenant, -1)};
   const std::vector<std::string> markers = {Keys::job_marker(p, tenant, "*"), Keys::cancel(p, tenant, "*"),
                                             Keys::batch_cancel(p, tenant, "*")};
-  std::vector<std::string> acl = {"ACL", "SETUSER", "kj-" + tenant, "reset", "on", ">" + password, "resetchannels",
+  std::vector<std::string> acl = {"ACL", "SETUSER", user, "reset", "on", ">" + password, "resetchannels",
                                   // connect and read
                                   "-@all", "+ping", "+hello", "+auth", "+client|setname", "+function|list", "+get",
                                   "+mget", "+exists", "+xrevrange", "+xrange", "+xread", "+xlen", "+hgetall", "+hget",
                                   "+sismember"};
-  for (const auto& k : {Keys::tenants(p), Keys::quotas(p), Keys::config(p), Keys::result(p, tenant, "*"),
-                        Keys::done(p, tenant), Keys::dead(p, tenant), streams[0], streams[1], streams[2], markers[0],
-                        markers[1], markers[2], Keys::queued(p, tenant), Keys::batch(p, tenant, "*")})
-    acl.push_back("%R~" + k);
+  std::vector<std::string> readable = {Keys::tenants(p), Keys::quotas(p), Keys::config(p), Keys::result(p, tenant, "*"),
+                                       Keys::done(p, tenant), Keys::dead(p, tenant), Keys::queued(p, tenant),
+                                       Keys::batch(p, tenant, "*")};
+  readable.insert(readable.end(), streams.begin(), streams.end());
+  readable.insert(readable.end(), markers.begin(), markers.end());
+  for (const auto& k : readable) acl.push_back("%R~" + k);
   // FCALL needs write access to every key in KEYS: those of kj_submit and kj_cancel
   std::vector<std::string> fcall_keys = streams;
   fcall_keys.insert(fcall_keys.end(), markers.begin(), markers.end());
@@ -54,6 +58,26 @@ std::vector<std::string> tenant_acl(const std::string& tenant, const std::string
   acl.push_back(selector(markers, {"set"}));
   acl.push_back(selector({Keys::queued(p, tenant)}, {"incr"}));
   acl.push_back(selector({Keys::batch(p, tenant, "*")}, {"hincrby", "hset", "expire"}));
+  return acl;
+}
+
+}  // namespace
+
+// Redis runs a function's commands under the caller's ACL, so a tenant user holds exactly the
+// (command, key) pairs kj_submit and kj_cancel use, as selectors; whatever it does with them directly
+// stays within its own keys and cannot lower its queued counter (INCR only) or touch a shared key.
+// Everything else it reads. The kjudged-only functions refuse it (daemon_only in kjudge.lua).
+std::vector<std::string> tenant_acl(const std::string& tenant, const std::string& password, int p) {
+  if (!kjqueue::valid_tenant(tenant)) throw kjqueue::QueueError("invalid tenant '" + tenant + "'");
+  return submitter_acl("kj-" + tenant, tenant, password, p);
+}
+
+// The gateway: a tenant user's rights over every tenant's keys, the token hash to read and the tenant
+// set to register new tenants in. It cannot XACK, so kjudged's functions refuse it too.
+std::vector<std::string> gateway_acl(const std::string& password, int p) {
+  auto acl = submitter_acl("kj-gateway", "*", password, p);
+  acl.push_back("%R~" + Keys::tokens(p));
+  acl.push_back(selector({Keys::tenants(p)}, {"sadd"}));
   return acl;
 }
 
@@ -232,13 +256,36 @@ int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& p
   return 0;
 }
 
-int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool as_json) {
-  const auto b = q.batch_status(tenant, batch);
-  if (b.submitted == 0 && b.expected == 0 && !b.cancelled) {
-    std::cerr << "kjudge: batch '" << batch << "' not found for tenant '" << tenant
-              << "' (submitted under another --tenant?)\n";
-    return 3;
+int admin_token(kjqueue::Queue& q, const std::string& action, const std::string& tenant, bool as_json) {
+  if (action == "list") {
+    const auto counts = gateway::token_counts(q);
+    if (as_json) std::cout << json(counts).dump(2) << "\n";
+    else
+      for (const auto& [t, n] : counts) std::cout << t << ": " << n << " token" << (n == 1 ? "" : "s") << "\n";
+    return 0;
   }
+  if (action == "revoke") {
+    std::cout << "revoked " << gateway::revoke_tokens(q, tenant) << " tokens of " << tenant
+              << " (the gateways stop taking them at their next refresh)\n";
+    return 0;
+  }
+  const std::string token = action == "rotate" ? gateway::rotate_token(q, tenant) : gateway::create_token(q, tenant);
+  if (as_json) std::cout << json{{"tenant", tenant}, {"token", token}}.dump() << "\n";
+  else std::cout << token << "\n";
+  return 0;
+}
+
+int admin_gateway_acl(kjqueue::Queue* q, const std::string& password, int partition, bool apply) {
+  const auto argv = gateway_acl(password, partition);
+  std::cout << acl_line(argv) << "\n";
+  if (apply && q) {
+    q->command(argv);
+    warn_if_default_user_open(*q);
+  }
+  return 0;
+}
+
+int print_batch_status(const std::string& tenant, const std::string& batch, const kjqueue::BatchStatus& b, bool as_json) {
   json j = {{"tenant", tenant}, {"batch", batch}, {"submitted", b.submitted}, {"completed", b.completed},
             {"expected", b.expected}, {"cancelled", b.cancelled}, {"verdicts", b.verdicts}};
   if (as_json) std::cout << j.dump(2) << "\n";
@@ -246,6 +293,16 @@ int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string
     std::cout << batch << ": " << b.completed << "/" << b.submitted << " done" << (b.cancelled ? " (cancelled)" : "") << " "
               << json(b.verdicts).dump() << "\n";
   return 0;
+}
+
+int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool as_json) {
+  const auto b = q.batch_status(tenant, batch);
+  if (b.submitted == 0 && b.expected == 0 && !b.cancelled) {
+    std::cerr << "kjudge: batch '" << batch << "' not found for tenant '" << tenant
+              << "' (submitted under another --tenant?)\n";
+    return 3;
+  }
+  return print_batch_status(tenant, batch, b, as_json);
 }
 
 }  // namespace kj::cli

@@ -12,6 +12,9 @@ namespace kj::cli {
 // The ACL SETUSER arguments for a tenant user: submit to its own stream, cancel its own jobs,
 // read its own results and events, nothing else (design §8).
 std::vector<std::string> tenant_acl(const std::string& tenant, const std::string& password, int partition);
+// kjudge-gateway's user kj-gateway: submit and cancel for every tenant, read results, events and
+// the token hash; not acknowledge jobs (`kjudge admin acl-gateway --password ...`).
+std::vector<std::string> gateway_acl(const std::string& password, int partition);
 // The same as one redis-cli line (password shown as given).
 std::string acl_line(const std::vector<std::string>& argv);
 
@@ -23,6 +26,12 @@ int admin_dead(kjqueue::Queue& q, const std::string& tenant, const std::string& 
 int admin_quota(kjqueue::Queue& q, const std::string& tenant, long long max_queued);
 int admin_cap(kjqueue::Queue& q, const std::string& tenant, long long max_running);
 int admin_acl(kjqueue::Queue* q, const std::string& tenant, const std::string& password, int partition, bool apply);
+// kjudge-gateway's API tokens (gateway/tokens.h): create/rotate print the new token (shown once);
+// revoke removes every token of the tenant; list counts tokens per tenant.
+int admin_token(kjqueue::Queue& q, const std::string& action, const std::string& tenant, bool json);
+int admin_gateway_acl(kjqueue::Queue* q, const std::string& password, int partition, bool apply);
+// A batch's counters as `kjudge batch` prints them (text or JSON); returns 0.
+int print_batch_status(const std::string& tenant, const std::string& batch, const kjqueue::BatchStatus& b, bool json);
 int batch_status(kjqueue::Queue& q, const std::string& tenant, const std::string& batch, bool json);
 
 }  // namespace kj::cli

@@ -102,7 +102,7 @@ v1::Job build_job(const JobSpec& spec) {
   if (!spec.job_id.empty()) job.set_job_id(spec.job_id);
   if (job.job_id().empty()) job.set_job_id(random_job_id());
   if (spec.tenant) job.set_tenant(*spec.tenant);
-  if (job.tenant().empty()) job.set_tenant("dev");
+  if (job.tenant().empty()) job.set_tenant(spec.default_tenant);
   if (!spec.batch_id.empty()) job.set_batch_id(spec.batch_id);
   if (spec.priority) job.set_priority(*spec.priority);
   if (spec.compile_wall_ms) job.mutable_limits()->set_compile_wall_ms(spec.compile_wall_ms);

@@ -17,7 +17,8 @@ struct JobSpec {
   std::optional<std::filesystem::path> candidate;
   std::optional<std::filesystem::path> reference;  // default: reference_source.name next to the task
   std::string job_id;                              // default: random
-  std::optional<std::string> tenant;              // default: the job file's, else "dev"
+  std::optional<std::string> tenant;              // default: the job file's, else default_tenant
+  std::string default_tenant = "dev";             // through a gateway: "" (the token's tenant)
   std::string batch_id;
   std::optional<int> priority;                     // > 0 high lane, < 0 low lane (queue aging keeps low moving)
   std::uint32_t compile_wall_ms = 0, run_wall_ms = 0, trials = 0, sets = 0;

@@ -12,6 +12,7 @@
 
 #include "cli/admin.h"
 #include "cli/exit_code.h"
+#include "cli/gateway_client.h"
 #include "cli/job_builder.h"
 #include "cli/result_view.h"
 #include "common/config.h"
@@ -108,7 +109,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string redis = default_redis_url();
   int partition = 0;
-  app.add_option("--redis", redis, "Redis URL (env KJUDGE_REDIS; default: the dev daemon's socket)");
+  app.add_option("--redis", redis, "Redis URL, or a kjudge-gateway's http(s)://host:port for submit, wait, cancel and batch "
+                                   "(token: env KJUDGE_TOKEN) (env KJUDGE_REDIS; default: the dev daemon's socket)");
   app.add_option("--partition", partition, "queue partition");
 
   JobSpec submit_spec, eval_spec;
@@ -192,15 +194,39 @@ int main(int argc, char** argv) {
   auto* a_cap = admin->add_subcommand("cap", "set a tenant's (or '*' default) max running jobs on all nodes together; -1 removes");
   a_cap->add_option("tenant", a_tenant)->required();
   a_cap->add_option("max", a_max)->required();
+  std::string a_token_action;
+  auto* a_token = admin->add_subcommand("token", "kjudge-gateway API tokens: create | rotate | revoke <tenant>, or list");
+  a_token->add_option("action", a_token_action)->required()->check(CLI::IsMember({"create", "rotate", "revoke", "list"}));
+  a_token->add_option("tenant", a_tenant, "tenant (create, rotate, revoke)");
   bool a_apply = false;
   auto* a_acl = admin->add_subcommand("acl", "print (or --apply) the ACL SETUSER line of a tenant user");
   a_acl->add_option("tenant", a_tenant)->required();
   a_acl->add_option("--password", a_password, "the user's password")->required();
   a_acl->add_flag("--apply", a_apply, "run it on the server and register the tenant");
+  auto* a_acl_gateway = admin->add_subcommand("acl-gateway", "print (or --apply) the ACL SETUSER line of kjudge-gateway's user kj-gateway");
+  a_acl_gateway->add_option("--password", a_password, "the user's password")->required();
+  a_acl_gateway->add_flag("--apply", a_apply, "run it on the server");
 
   CLI11_PARSE(app, argc, argv);
   kj::log::init("warn");
   try {
+    if (kj::cli::is_gateway_url(redis)) {
+      const char* token = std::getenv("KJUDGE_TOKEN");
+      const kj::cli::GatewayClient gw(redis, token ? token : "");
+      submit_spec.default_tenant = "";  // the gateway sets the token's
+      if (*submit && !raw_payload_file) return kj::cli::gateway_submit(gw, kj::cli::build_job(submit_spec));
+      if (*cancel) return kj::cli::gateway_cancel(gw, cancel_id, cancel_batch);
+      if (*batch) return kj::cli::gateway_batch(gw, batch_id, json);
+      if (*wait) {
+        const auto r = kj::cli::gateway_wait(gw, wait_id, std::chrono::milliseconds(static_cast<long>(wait_timeout * 1000)));
+        if (!r) {
+          std::cerr << "kjudge: no result for " << wait_id << " within " << wait_timeout << " s\n";
+          return 3;
+        }
+        return print_result(*r, json);
+      }
+      if (!*eval) throw std::runtime_error("through a gateway: submit, wait, cancel and batch (the rest needs Redis)");
+    }
     if (*submit) {
       kjqueue::Queue q(endpoint_for(redis), partition);
       if (raw_payload_file) {
@@ -235,6 +261,7 @@ int main(int argc, char** argv) {
     }
     if (*admin) {
       if (*a_acl && !a_apply) return kj::cli::admin_acl(nullptr, a_tenant, a_password, partition, false);
+      if (*a_acl_gateway && !a_apply) return kj::cli::admin_gateway_acl(nullptr, a_password, partition, false);
       kjqueue::Queue q(endpoint_for(redis), partition);
       if (*a_queues) return kj::cli::admin_queues(q, json);
       if (*a_job_cmd) return kj::cli::admin_job(q, a_tenant, a_job, json);
@@ -249,6 +276,8 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (*a_acl) return kj::cli::admin_acl(&q, a_tenant, a_password, partition, true);
+      if (*a_acl_gateway) return kj::cli::admin_gateway_acl(&q, a_password, partition, true);
+      if (*a_token) return kj::cli::admin_token(q, a_token_action, a_tenant, json);
     }
     if (*wait) {
       kjqueue::Queue q(endpoint_for(redis), partition);

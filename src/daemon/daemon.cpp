@@ -726,7 +726,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
       } else if (deadline_passed(job, kj::now_timestamp())) {
         result = status_result(job.job_id(), d.tenant, v1::EXPIRED, "deadline passed before the job started", worker);
       } else {
-        if (auto wait = queue_wait_seconds(job, kj::now_timestamp())) metrics_.queue_wait.observe(*wait);
+        if (auto wait = queue_wait_seconds(job, kj::now_timestamp())) metrics_.observe_queue_wait(d.tenant, *wait);
         log::debug("job.started", {{"job_id", job_id}, {"tenant", d.tenant}, {"worker", worker}, {"deliveries", deliveries}});
         const auto j0 = Clock::now();
         SandboxWatch watch;

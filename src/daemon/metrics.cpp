@@ -37,6 +37,12 @@ void Metrics::count_verdict(const std::string& tenant, const std::string& verdic
   ++verdicts_[{tenant, verdict}];
 }
 
+void Metrics::observe_queue_wait(const std::string& tenant, double seconds) {
+  queue_wait.observe(seconds);
+  std::lock_guard lk(mu_);
+  tenant_queue_wait_.try_emplace(tenant, kWaitBounds).first->second.observe(seconds);
+}
+
 std::string Metrics::render(const std::map<std::string, TenantGauge>& tenants, bool ready) const {
   std::string o;
   auto counter = [&](const char* name, const char* help, std::uint64_t v) { append_metric(o, "counter", name, help, v); };
@@ -68,6 +74,13 @@ std::string Metrics::render(const std::map<std::string, TenantGauge>& tenants, b
   queue_wait.render(o, "kjudge_stage_seconds", "stage=\"queue_wait\"");
   judge_seconds.render(o, "kjudge_stage_seconds", "stage=\"judge\"");
   complete_seconds.render(o, "kjudge_stage_seconds", "stage=\"complete\"");
+  o += "# HELP kjudge_tenant_queue_wait_seconds Submit to start per tenant (this node's jobs).\n"
+       "# TYPE kjudge_tenant_queue_wait_seconds histogram\n";
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& [tenant, h] : tenant_queue_wait_)
+      h.render(o, "kjudge_tenant_queue_wait_seconds", fmt::format("tenant=\"{}\"", tenant));
+  }
   return o;
 }
 

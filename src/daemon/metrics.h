@@ -28,6 +28,9 @@ class Histogram {
   std::uint64_t n_ = 0;
 };
 
+// Bucket bounds (seconds) of the waits and judge times: a millisecond to ten minutes.
+inline const std::vector<double> kWaitBounds = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600};
+
 struct Metrics {
   Metrics();
 
@@ -45,8 +48,10 @@ struct Metrics {
   unsigned slots = 0;
 
   void count_verdict(const std::string& tenant, const std::string& verdict);
-  Histogram queue_wait{{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600}};
-  Histogram judge_seconds{{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600}};
+  // Submit to start: into queue_wait (all tenants) and the tenant's own histogram.
+  void observe_queue_wait(const std::string& tenant, double seconds);
+  Histogram queue_wait{kWaitBounds};
+  Histogram judge_seconds{kWaitBounds};
   Histogram complete_seconds{{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 1}};
 
   // Queue state per tenant, filled in by the scrape (one status() call).
@@ -58,6 +63,7 @@ struct Metrics {
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> verdicts_;
+  std::map<std::string, Histogram> tenant_queue_wait_;  // kjudge_tenant_queue_wait_seconds{tenant}
 };
 
 }  // namespace kj

@@ -50,6 +50,7 @@ def test_key_names_equal_the_cpp_ones():
     # the same literals as tests/queue/keys_test.cpp
     assert keys.tag(0) == "{p0}"
     assert keys.tenants(0) == "kj:{p0}:tenants"
+    assert keys.tokens(0) == "kj:{p0}:tokens"
     assert keys.jobs(0, "team-a") == "kj:{p0}:jobs:team-a"
     assert keys.jobs(0, "team-a", 1) == "kj:{p0}:jobs:team-a:high"
     assert keys.jobs(0, "team-a", -1) == "kj:{p0}:jobs:team-a:low"

@@ -8,6 +8,7 @@ using kjqueue::Keys;
 TEST(QueueKeys, LiteralNames) {
   EXPECT_EQ(Keys::tag(0), "{p0}");
   EXPECT_EQ(Keys::tenants(0), "kj:{p0}:tenants");
+  EXPECT_EQ(Keys::tokens(0), "kj:{p0}:tokens");
   EXPECT_EQ(Keys::jobs(0, "team-a"), "kj:{p0}:jobs:team-a");
   EXPECT_EQ(Keys::job_marker(3, "team-a", "job-1"), "kj:{p3}:job:team-a:job-1");
   EXPECT_EQ(Keys::result(0, "team-a", "job-1"), "kj:{p0}:result:team-a:job-1");

@@ -30,7 +30,8 @@ def parse_args(argv):
     ap.add_argument("--generations", required=True, type=Path,
                     help="runs/<name> dir: level_<L>_problem_<P>_sample_<S>_kernel.py (or .md/.txt completions)")
     ap.add_argument("--out", type=Path, help="output dir (default: <generations>/kjudge-bench)")
-    ap.add_argument("--redis", default=default_redis_url(), help="Redis URL (env KJUDGE_REDIS; default: the dev daemon's)")
+    ap.add_argument("--redis", default=default_redis_url(),
+                    help="Redis URL, or a kjudge-gateway's http(s):// URL with $KJUDGE_TOKEN (env KJUDGE_REDIS; default: the dev daemon's)")
     ap.add_argument("--tenant", default=default_tenant(), help="tenant (env KJUDGE_TENANT; default dev)")
     ap.add_argument("--backend", default="cuda", choices=sorted(BACKENDS))
     ap.add_argument("--precision", choices=["fp32", "fp16", "bf16"])

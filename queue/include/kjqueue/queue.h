@@ -60,6 +60,9 @@ struct Keys {
                                   const std::string& batch_id);          // kj:{p0}:bcancel:<tenant>:<batch>
   static std::string drain(int partition, const std::string& node);      // kj:{p0}:drain:<node> (admin drain request)
   static std::string gpu_clear(int partition, const std::string& node);  // kj:{p0}:gpuclear:<node> (admin: lift GPU quarantine)
+  // The gateway's API tokens (kjudge admin token): hash sha256(token) hex -> tenant. Only admins
+  // write it; kjudge-gateway reads it. The tokens themselves are never stored.
+  static std::string tokens(int partition);                              // kj:{p0}:tokens
   static std::string caps(int partition);                                // kj:{p0}:caps (hash tenant|* -> max running, cluster-wide)
   static std::string running(int partition, const std::string& tenant);  // kj:{p0}:running:<tenant> (zset: admitted entries)
   // The shared build store (docs/operator-guide.md, *Build nodes*): only daemons read or write these.

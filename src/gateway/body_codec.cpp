@@ -1,0 +1,53 @@
+#include "gateway/body_codec.h"
+
+#include <google/protobuf/util/json_util.h>
+
+namespace kj::gateway {
+namespace {
+
+std::string_view media_type_only(std::string_view value) {
+  value = value.substr(0, value.find(';'));
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  return value;
+}
+
+}  // namespace
+
+std::optional<BodyFormat> body_format(std::string_view media_type) {
+  const auto t = media_type_only(media_type);
+  if (t == "application/json") return BodyFormat::Json;
+  if (t == "application/x-protobuf" || t == "application/protobuf") return BodyFormat::Protobuf;
+  return std::nullopt;
+}
+
+BodyFormat reply_format(std::string_view accept) {
+  return accept.find("protobuf") != std::string_view::npos ? BodyFormat::Protobuf : BodyFormat::Json;
+}
+
+std::optional<std::string> decode(std::string_view body, BodyFormat format, google::protobuf::Message& out) {
+  if (format == BodyFormat::Json) {
+    const auto status = google::protobuf::util::JsonStringToMessage(body, &out);  // unknown fields: an error
+    if (!status.ok()) return "not a " + out.GetTypeName() + " in protobuf JSON: " + status.ToString();
+    return std::nullopt;
+  }
+  if (!out.ParseFromString(std::string(body))) return "not a serialized " + out.GetTypeName();
+  if (!out.GetReflection()->GetUnknownFields(out).empty())
+    return "a serialized " + out.GetTypeName() + " with fields it does not have (another message?)";
+  return std::nullopt;
+}
+
+std::string encode(const google::protobuf::Message& message, BodyFormat format) {
+  if (format == BodyFormat::Protobuf) return message.SerializeAsString();
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+std::string_view content_type(BodyFormat format) {
+  return format == BodyFormat::Protobuf ? "application/x-protobuf" : "application/json";
+}
+
+}  // namespace kj::gateway

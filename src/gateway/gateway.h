@@ -1,0 +1,48 @@
+// What every connection of kjudge-gateway shares: settings, the token table, admission state,
+// metrics, and the refresher thread that re-reads tokens and queued counters from Redis.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "gateway/gateway_config.h"
+#include "gateway/limits.h"
+#include "gateway/metrics.h"
+#include "gateway/tokens.h"
+#include "kjqueue/queue.h"
+
+namespace kj::gateway {
+
+class Gateway {
+ public:
+  Gateway(GatewayConfig config, kjqueue::Endpoint redis, int partition);
+  ~Gateway();
+  // Reads the tokens once (throws QueueError when Redis cannot be reached), then keeps refreshing.
+  void start();
+
+  const GatewayConfig& config() const { return config_; }
+  const kjqueue::Endpoint& redis() const { return redis_; }
+  int partition() const { return partition_; }
+  TokenTable& tokens() { return tokens_; }
+  Admission& admission() { return admission_; }
+  GatewayMetrics& metrics() { return metrics_; }
+
+ private:
+  void refresh_loop();
+  void refresh_queued(kjqueue::Queue& q);
+
+  GatewayConfig config_;
+  kjqueue::Endpoint redis_;
+  int partition_;
+  TokenTable tokens_;
+  Admission admission_;
+  GatewayMetrics metrics_;
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread refresher_;
+};
+
+}  // namespace kj::gateway

@@ -1,0 +1,46 @@
+#include "gateway/gateway_config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace kj::gateway {
+namespace {
+
+std::filesystem::path write_config(const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("kjgw-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(GatewayConfig, TenantsInheritTheGatewayDefaults) {
+  const auto path = write_config(R"(
+[redis]
+url = "tcp://127.0.0.1:1"
+[gateway]
+port = 0
+max_job_bytes = 2048
+rate_per_s = 50
+[gateway.tenants.team-a]
+max_queued = 7
+)");
+  const auto c = load_gateway_config(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(c.port, 0);
+  EXPECT_EQ(c.limits_for("team-a").max_queued, 7u);
+  EXPECT_EQ(c.limits_for("team-a").max_job_bytes, 2048u);
+  EXPECT_EQ(c.limits_for("team-a").rate_per_s, 50);
+  EXPECT_EQ(c.limits_for("other").max_queued, TenantLimits{}.max_queued);
+}
+
+TEST(GatewayConfig, WrongTypesAndRangesNameTheKey) {
+  for (const char* bad : {"[gateway]\nport = \"80\"\n", "[gateway]\nport = 70000\n", "[gateway]\nburst = -1\n",
+                          "[gateway.tenants]\nx = 1\n"}) {
+    const auto path = write_config(bad);
+    EXPECT_THROW(load_gateway_config(path), std::runtime_error) << bad;
+    std::filesystem::remove(path);
+  }
+}
+
+}  // namespace
+}  // namespace kj::gateway
