@@ -28,8 +28,8 @@ BuildClaim claim_for_job(BuildStore& store, const v1::Job& job, const Config& cf
 }
 
 std::optional<Decision> claim_ended_the_job(const BuildClaim& claim) {
-  if (claim.kind == BuildClaim::Cancelled) return cancelled("cancelled while waiting for its build");
-  if (claim.kind == BuildClaim::Expired) return expired("deadline passed while waiting for its build");
+  if (claim.kind == BuildClaim::Cancelled) return ended_by_cancel("cancelled while waiting for its build");
+  if (claim.kind == BuildClaim::Expired) return ended_by_deadline("deadline passed while waiting for its build");
   return std::nullopt;
 }
 

@@ -26,8 +26,8 @@ void record_verdict(v1::Result& r, const Decision& d) {
 
 Decision node_fault(std::string message) { return {v1::INFRA_ERROR, std::move(message)}; }
 Decision job_fault(std::string message) { return {v1::INVALID_JOB, std::move(message)}; }
-Decision cancelled(std::string message) { return {v1::CANCELLED, std::move(message)}; }
-Decision expired(std::string message) { return {v1::EXPIRED, std::move(message)}; }
+Decision ended_by_cancel(std::string message) { return {v1::CANCELLED, std::move(message)}; }
+Decision ended_by_deadline(std::string message) { return {v1::EXPIRED, std::move(message)}; }
 
 namespace {
 bool nobodys_fault(v1::Verdict v) { return v == v1::INFRA_ERROR || v == v1::CANCELLED || v == v1::EXPIRED; }

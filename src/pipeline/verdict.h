@@ -51,8 +51,8 @@ void record_verdict(kjudge::v1::Result& r, const Decision& d);
 // retried), the job's (INVALID_JOB), the job's cancel or deadline (CANCELLED, EXPIRED).
 Decision node_fault(std::string message);
 Decision job_fault(std::string message);
-Decision cancelled(std::string message);
-Decision expired(std::string message);
+Decision ended_by_cancel(std::string message);
+Decision ended_by_deadline(std::string message);
 
 // Nobody's fault: success, the node's faults, the job's cancel and deadline. Every other verdict
 // scores the candidate or blames the job's reference.
