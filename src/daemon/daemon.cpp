@@ -710,7 +710,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
   if (deliveries > cfg_.queue.max_deliveries) {
     // Delivered too often without a result (nodes died under it, or it keeps failing): stop,
     // and tell the client it was our fault.
-    const auto gave_up = fmt::format("gave up after {} deliveries without a result", deliveries - 1);
+    const auto gave_up = "gave up after " + std::to_string(deliveries - 1) + " deliveries without a result";
     result = status_result(job_id, d.tenant, node_fault(gave_up), worker);
     opts.dead_reason = "max deliveries (" + std::to_string(cfg_.queue.max_deliveries) + ") exceeded";
   } else if (cancelled) {
