@@ -37,6 +37,11 @@ bool blames_a_party(v1::Verdict v) { return v != v1::OK && v != v1::VERDICT_UNSP
 
 bool shareable_build_failure(const Decision& d) { return !nobodys_fault(d.verdict); }
 
+Decision replayed_build_failure(int stored_verdict, std::string message) {
+  const auto v = v1::Verdict_IsValid(stored_verdict) ? static_cast<v1::Verdict>(stored_verdict) : v1::COMPILE_ERROR;
+  return {v, std::move(message)};
+}
+
 Finding cheat_evidence(FindingKind kind, v1::Result& r, v1::CheatClass c, std::string message) {
   r.set_cheat_class(c);
   return {kind, v1::CHEAT, std::move(message)};

@@ -60,6 +60,9 @@ bool blames_a_party(kjudge::v1::Verdict v);
 // A build failure other nodes may replay: the candidate's (or reference's) own, never ours
 // (INFRA_ERROR) nor the job's cancel or deadline.
 bool shareable_build_failure(const Decision& d);
+// Such a failure replayed from the store: the verdict its builder decided (COMPILE_ERROR when the
+// stored number names none).
+Decision replayed_build_failure(int stored_verdict, std::string message);
 
 // --- Findings: what a check saw and the verdict it argues for; final_verdict weighs them ---
 
