@@ -176,7 +176,6 @@ Finding unverifiable() { return {FindingKind::Legality, v1::UNVERIFIABLE, "the t
 
 constexpr JudgeMode kModes[] = {JudgeMode::Strict, JudgeMode::Compat};
 
-v1::Verdict verdict_of(const kj::Findings& found, JudgeMode mode) { return kj::final_verdict(found, mode).verdict; }
 }  // namespace findings
 
 TEST(FinalVerdict, NothingFoundIsOkInEitherMode) {
@@ -196,24 +195,41 @@ TEST(FinalVerdict, SuspiciousIsItsOwnVerdictWithItsEvidence) {
   }
 }
 
-TEST(FinalVerdict, IntegrityBeatsLegalityWhicheverWasFoundFirst) {
+// The precedence table, the same in both modes (compat only keeps timing; the verdict is the
+// finding's). Tamper beats a wrong output: work behind the comparison's back makes any output
+// meaningless. A wrong output beats integrity evidence: those checks run only after a correct
+// comparison. Integrity beats legality, whichever was found first: a memoizing candidate that
+// skips its kernel on a cached call is a memoization cheat first. Within a kind the first found
+// stands: each check stops at its first (a wrong audited call is INCORRECT unless its output is
+// another call's answer).
+TEST(FinalVerdict, PrecedenceTable) {
   using namespace findings;
-  for (auto mode : kModes) {
-    EXPECT_EQ(verdict_of({integrity_cheat(), fallback()}, mode), v1::CHEAT);
-    EXPECT_EQ(verdict_of({fallback(), integrity_cheat()}, mode), v1::CHEAT);
-    EXPECT_EQ(verdict_of({decoy(), suspicious()}, mode), v1::SUSPICIOUS);
-    EXPECT_EQ(verdict_of({unverifiable(), audit_wrong()}, mode), v1::INCORRECT);
-    EXPECT_EQ(kj::final_verdict({fallback(), integrity_cheat()}, mode).message, "inputs modified");
-  }
-}
-
-TEST(FinalVerdict, LegalityAloneNamesTheCandidateInEitherMode) {
-  using namespace findings;
-  for (auto mode : kModes) {
-    EXPECT_EQ(verdict_of({fallback()}, mode), v1::FALLBACK);
-    EXPECT_EQ(verdict_of({decoy()}, mode), v1::DECOY);
-    EXPECT_EQ(verdict_of({unverifiable()}, mode), v1::UNVERIFIABLE);
-  }
+  const struct {
+    kj::Findings found;
+    v1::Verdict verdict;
+    const char* message;
+  } cases[] = {
+      {{integrity_cheat(), fallback()}, v1::CHEAT, "inputs modified"},
+      {{fallback(), integrity_cheat()}, v1::CHEAT, "inputs modified"},
+      {{decoy(), suspicious()}, v1::SUSPICIOUS, "below the physical floor"},
+      {{unverifiable(), audit_wrong()}, v1::INCORRECT, "timed call 1 returned wrong outputs"},
+      {{fallback()}, v1::FALLBACK, "framework compute ran"},
+      {{decoy()}, v1::DECOY, "no custom kernel ran"},
+      {{unverifiable()}, v1::UNVERIFIABLE, "the trace could not be trusted"},
+      {{wrong_output(), tamper()}, v1::CHEAT, "threads left running"},
+      {{integrity_cheat(), wrong_output()}, v1::INCORRECT, "output 'out' differs"},
+      {{suspicious(), wrong_output(), fallback()}, v1::INCORRECT, "output 'out' differs"},
+      {{fallback(), suspicious(), wrong_output(), tamper()}, v1::CHEAT, "threads left running"},
+      {{audit_wrong(), integrity_cheat()}, v1::INCORRECT, "timed call 1 returned wrong outputs"},
+      {{integrity_cheat(), audit_wrong()}, v1::CHEAT, "inputs modified"},
+      {{fallback(), decoy()}, v1::FALLBACK, "framework compute ran"},
+  };
+  for (const auto& c : cases)
+    for (auto mode : kModes) {
+      const auto d = kj::final_verdict(c.found, mode);
+      EXPECT_EQ(d.verdict, c.verdict) << c.message;
+      EXPECT_EQ(d.message, c.message);
+    }
 }
 
 // Compat mode goes on timing a candidate that an integrity or legality finding names (KernelBench's
@@ -228,30 +244,6 @@ TEST(FinalVerdict, CompatKeepsTimingAfterIntegrityOrLegalityFindingsStrictStops)
   for (auto mode : kModes) {
     EXPECT_TRUE(kj::findings_end_the_job({tamper()}, mode));
     EXPECT_TRUE(kj::findings_end_the_job({wrong_output()}, mode));
-  }
-}
-
-// Work that goes on behind the comparison's back makes any output meaningless: the cheat evidence
-// found before the comparison outranks a wrong output. Integrity checks run only after a correct
-// comparison, so a wrong output outranks what they found.
-TEST(FinalVerdict, TamperBeatsAWrongOutputWhichBeatsIntegrityEvidence) {
-  using namespace findings;
-  for (auto mode : kModes) {
-    EXPECT_EQ(verdict_of({wrong_output(), tamper()}, mode), v1::CHEAT);
-    EXPECT_EQ(verdict_of({integrity_cheat(), wrong_output()}, mode), v1::INCORRECT);
-    EXPECT_EQ(verdict_of({suspicious(), wrong_output(), fallback()}, mode), v1::INCORRECT);
-    EXPECT_EQ(verdict_of({fallback(), suspicious(), wrong_output(), tamper()}, mode), v1::CHEAT);
-  }
-}
-
-// Within a kind each check stops at its first finding, and the checks run in a fixed order: the
-// first found stands (a wrong audited call is INCORRECT unless its output is another call's answer).
-TEST(FinalVerdict, WithinAKindTheFirstFindingStands) {
-  using namespace findings;
-  for (auto mode : kModes) {
-    EXPECT_EQ(verdict_of({audit_wrong(), integrity_cheat()}, mode), v1::INCORRECT);
-    EXPECT_EQ(verdict_of({integrity_cheat(), audit_wrong()}, mode), v1::CHEAT);
-    EXPECT_EQ(verdict_of({fallback(), decoy()}, mode), v1::FALLBACK);
   }
 }
 
