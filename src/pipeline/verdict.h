@@ -54,8 +54,8 @@ Decision job_fault(std::string message);
 Decision ended_by_cancel(std::string message);
 Decision ended_by_deadline(std::string message);
 
-// Nobody's fault: success, the node's faults, the job's cancel and deadline. Every other verdict
-// scores the candidate or blames the job's reference.
+// Whether a verdict scores the candidate or blames the job's reference: all but success, the
+// node's faults and the job's cancel or deadline (nobody's fault).
 bool blames_a_party(kjudge::v1::Verdict v);
 // A build failure other nodes may replay: the candidate's (or reference's) own, never ours
 // (INFRA_ERROR) nor the job's cancel or deadline.
