@@ -48,8 +48,6 @@ void add_flag(v1::Result& r, const std::string& f) {
   r.mutable_legality()->add_flags(f);
 }
 
-
-
 InputDigests digest_input_sets(const v1::NativeTask& task, const std::vector<InputSet>& sets) {
   InputDigests out;
   for (unsigned k = 0; k < sets.size(); ++k)
@@ -125,10 +123,11 @@ std::optional<Finding> check_daemon_clock(const ClockCheck& c, v1::Result& r) {
     perf->set_outside_bound_ms(*c.outside_bound_ms);
     if (*c.span_ms > *c.outside_bound_ms) {
       add_flag(r, "outside_clock_disagrees");
-      return suspicious_evidence(fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the kernel's "
-                                             "process reported {:.2f} ms of calls (+ harness overhead): time is "
-                                             "being spent outside the measured region",
-                                             *c.span_ms, c.inprocess_sum_ms));
+      return suspicious_evidence(
+          fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the kernel's "
+                      "process reported {:.2f} ms of calls (+ harness overhead): time is "
+                      "being spent outside the measured region",
+                      *c.span_ms, c.inprocess_sum_ms));
     }
   }
   if (c.inprocess_sum_ms > *c.span_ms * c.forged.factor + c.forged.slack_ms) {
@@ -284,9 +283,10 @@ std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
     if (med_ev > 0) perf->set_achieved_gbps(static_cast<double>(bytes_moved(task)) / (med_ev * 1e6));
     if (med_ev < floor_ms) {
       add_flag(r, "below_roofline");
-      return suspicious_evidence(fmt::format("median {:.4f} ms is below the physical floor {:.4f} ms (bytes moved "
-                                             "/ 1.5x measured bandwidth)",
-                                             med_ev, floor_ms));
+      return suspicious_evidence(
+          fmt::format("median {:.4f} ms is below the physical floor {:.4f} ms (bytes moved "
+                      "/ 1.5x measured bandwidth)",
+                      med_ev, floor_ms));
     }
   }
   return std::nullopt;

@@ -74,7 +74,7 @@ static std::optional<Finding> check_threads_left(const nlohmann::json& c, v1::Re
   if (left > 0) {
     add_flag(r, "threads_left_behind");
     return tamper(r, v1::CHEAT_DEFERRED,
-                 fmt::format("{} thread(s) started by the candidate were still running after its last call", left));
+                  fmt::format("{} thread(s) started by the candidate were still running after its last call", left));
   }
   // Counted again right after each correctness call: a thread that finished before the run's end
   // was still seen running when its call had returned.
@@ -82,9 +82,9 @@ static std::optional<Finding> check_threads_left(const nlohmann::json& c, v1::Re
   if (!alive.is_array() || alive.empty()) return std::nullopt;
   add_flag(r, "threads_left_behind");
   return tamper(r, v1::CHEAT_DEFERRED,
-               fmt::format("thread(s) started by the candidate were still running when forward returned (input set(s) "
-                           "{})",
-                           alive.dump()));
+                fmt::format("thread(s) started by the candidate were still running when forward returned (input set(s) "
+                            "{})",
+                            alive.dump()));
 }
 
 std::optional<Finding> check_before_compare(const KernelBenchFacts& f, v1::Result& r) {
@@ -92,15 +92,15 @@ std::optional<Finding> check_before_compare(const KernelBenchFacts& f, v1::Resul
   if (c.contains("guards_changed") && c["guards_changed"].is_array() && !c["guards_changed"].empty()) {
     add_flag(r, "harness_patched");
     return tamper(r, v1::CHEAT_TIMER_PATCH,
-                 "the candidate replaced functions the judge relies on: " + c["guards_changed"].dump());
+                  "the candidate replaced functions the judge relies on: " + c["guards_changed"].dump());
   }
   if (const auto late = c.value("outputs_changed_after_return", nlohmann::json::array());
       late.is_array() && !late.empty()) {
     add_flag(r, "output_written_after_return");
     return tamper(r, v1::CHEAT_DEFERRED,
-                 fmt::format("the output for input set(s) {} changed after forward had returned, while none of the "
-                             "candidate's code was called: work left running past the call",
-                             late.dump()));
+                  fmt::format("the output for input set(s) {} changed after forward had returned, while none of the "
+                              "candidate's code was called: work left running past the call",
+                              late.dump()));
   }
   if (auto d = check_threads_left(c, r)) return d;
   for (const auto& flag : f.worker ? f.worker->value("flags", nlohmann::json::array()) : nlohmann::json::array()) {
@@ -109,9 +109,9 @@ std::optional<Finding> check_before_compare(const KernelBenchFacts& f, v1::Resul
     add_flag(r, "output_of_earlier_set");
     const auto sets = s.substr(s.find(':') + 1);
     return tamper(r, v1::CHEAT_MEMOIZATION,
-                 fmt::format("the output for input set '{}' is the expected output of set '{}': an answer replayed "
-                             "for different inputs",
-                             sets.substr(0, sets.find(':')), sets.substr(sets.find(':') + 1)));
+                  fmt::format("the output for input set '{}' is the expected output of set '{}': an answer replayed "
+                              "for different inputs",
+                              sets.substr(0, sets.find(':')), sets.substr(sets.find(':') + 1)));
   }
   for (const auto& o : c.value("outputs", nlohmann::json::array())) {
     const std::string type = o.value("type", "");
@@ -130,8 +130,8 @@ std::optional<Finding> check_channel(const nlohmann::json& worker, v1::Result& r
   if (refused.empty()) return std::nullopt;
   add_flag(r, "channel_protocol_violated");
   return tamper(r, v1::CHEAT_TAMPER,
-               fmt::format("the job channel received requests the judge's harness never makes ({} refused; first: {})",
-                           refused.size(), refused[0].get<std::string>()));
+                fmt::format("the job channel received requests the judge's harness never makes ({} refused; first: {})",
+                            refused.size(), refused[0].get<std::string>()));
 }
 
 // The source the worker found for a wrong audited call's output ("" if none): the evidence that
@@ -156,10 +156,11 @@ static std::optional<Finding> check_audits(const KernelBenchFacts& f, std::size_
     if (audited.contains(key) && audited[key].value("passed", false)) continue;
     add_flag(r, "audit_failed");
     if (const auto source = replay_source(*f.worker, call); !source.empty())
-      return integrity_cheat(r, v1::CHEAT_MEMOIZATION,
-                   fmt::format("timed call {} returned the answer for {}, not for its own inputs (the correctness "
-                               "calls were right): results reused across calls",
-                               call, source));
+      return integrity_cheat(
+          r, v1::CHEAT_MEMOIZATION,
+          fmt::format("timed call {} returned the answer for {}, not for its own inputs (the correctness "
+                      "calls were right): results reused across calls",
+                      call, source));
     return wrong_output_evidence(
         FindingKind::Integrity,
         fmt::format("timed call {} returned wrong outputs for its inputs although the correctness calls were right: "
@@ -201,8 +202,9 @@ std::optional<Finding> check_after_compare(const KernelBenchFacts& f, v1::Result
   if (!mutated.empty() || mutated_timing) {
     r.mutable_legality()->set_inputs_mutated(true);
     add_flag(r, "inputs_mutated");
-    return integrity_cheat(r, v1::CHEAT_TAMPER, fmt::format("forward modified its inputs ({}); inputs are read-only",
-                                                  mutated.empty() ? std::string("timed calls") : mutated.dump()));
+    return integrity_cheat(r, v1::CHEAT_TAMPER,
+                           fmt::format("forward modified its inputs ({}); inputs are read-only",
+                                       mutated.empty() ? std::string("timed calls") : mutated.dump()));
   }
   if (!c.value("built_at_run", nlohmann::json::array()).empty()) add_flag(r, "extension_built_at_run_time");
   if (!f.timed || !c.contains("timing")) return std::nullopt;
@@ -221,10 +223,11 @@ std::optional<Finding> check_after_compare(const KernelBenchFacts& f, v1::Result
     const double ev = median(trial_ms), wall = median(wall_ms);
     if (wall > 2.0 * ev + 1.5 * f.clean_wall_minus_event_ms + 0.05) {
       add_flag(r, "work_outside_events");
-      return integrity_cheat(r, v1::CHEAT_STREAM,
-                   fmt::format("each call kept the device busy {:.3f} ms but only {:.3f} ms were on the timed stream: "
-                               "work on a side stream or deferred past the timer",
-                               wall, ev));
+      return integrity_cheat(
+          r, v1::CHEAT_STREAM,
+          fmt::format("each call kept the device busy {:.3f} ms but only {:.3f} ms were on the timed stream: "
+                      "work on a side stream or deferred past the timer",
+                      wall, ev));
     }
   }
   return std::nullopt;
