@@ -1,7 +1,8 @@
 // The verification engine's checks after a correct run (design §5 steps 4 and 7): input tampering,
 // threads left behind, audited timed calls, output-digest consistency, the daemon's clock against
 // the in-process figures, hidden device work, and the roofline floor. Each returns a Finding (the
-// verdict it argues for, its cheat class); pipeline/verdict.cpp's final_verdict decides.
+// verdict it argues for; a CHEAT's class goes on the result); pipeline/verdict.cpp's final_verdict
+// decides.
 // docs/verdicts-and-rewards.md lists them and what a forger can and cannot do.
 #pragma once
 
