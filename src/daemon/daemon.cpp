@@ -21,6 +21,7 @@
 #include "pipeline/gpu_lock.h"
 #include "pipeline/harness_step.h"
 #include "pipeline/judge.h"
+#include "pipeline/verdict.h"
 #include "pipeline/kernelbench_build.h"
 #include "worker/worker_pool.h"
 #include "pipeline/sandbox_profiles.h"
@@ -45,10 +46,11 @@ std::int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
 }
 
-v1::Result status_result(const std::string& job_id, const std::string& tenant, v1::Verdict status,
-                         const std::string& message, const std::string& worker) {
-  v1::Result r = invalid_job_result(job_id, tenant, message, worker);
-  r.set_status(status);
+// A job the daemon ends before or around the pipeline (pipeline/verdict.h builds the decision).
+v1::Result status_result(const std::string& job_id, const std::string& tenant, const Decision& d,
+                         const std::string& worker) {
+  v1::Result r = invalid_job_result(job_id, tenant, d.message, worker);
+  record_verdict(r, d);
   r.clear_reward();
   r.clear_feedback();
   return r;
@@ -708,11 +710,11 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
   if (deliveries > cfg_.queue.max_deliveries) {
     // Delivered too often without a result (nodes died under it, or it keeps failing): stop,
     // and tell the client it was our fault.
-    result = status_result(job_id, d.tenant, v1::INFRA_ERROR,
-                           "gave up after " + std::to_string(deliveries - 1) + " deliveries without a result", worker);
+    const auto gave_up = "gave up after " + std::to_string(deliveries - 1) + " deliveries without a result";
+    result = status_result(job_id, d.tenant, node_fault(gave_up), worker);
     opts.dead_reason = "max deliveries (" + std::to_string(cfg_.queue.max_deliveries) + ") exceeded";
   } else if (cancelled) {
-    result = status_result(job_id, d.tenant, v1::CANCELLED, "cancelled before it started", worker);
+    result = status_result(job_id, d.tenant, ended_by_cancel("cancelled before it started"), worker);
   } else {
     auto decoded = decode_for_judge(d.payload, d.tenant, cfg_.limits, cfg_.testing);
     if (auto* bad = std::get_if<InvalidJob>(&decoded)) {
@@ -724,7 +726,8 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         result = invalid_job_result(d.job_id, d.tenant, "queue entry id field differs from job.job_id", worker);
         job_id = d.job_id;
       } else if (deadline_passed(job, kj::now_timestamp())) {
-        result = status_result(job.job_id(), d.tenant, v1::EXPIRED, "deadline passed before the job started", worker);
+        result =
+            status_result(job.job_id(), d.tenant, ended_by_deadline("deadline passed before the job started"), worker);
       } else {
         if (auto wait = queue_wait_seconds(job, kj::now_timestamp())) metrics_.observe_queue_wait(d.tenant, *wait);
         log::debug("job.started", {{"job_id", job_id}, {"tenant", d.tenant}, {"worker", worker}, {"deliveries", deliveries}});
@@ -733,7 +736,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         watch.cancel_fd = h->cancel_fd;
         h->gpu = place_job();
         watch.gpu_quarantined = [this, gpu = h->gpu] { return gpu_health_.quarantined(gpu); };
-        result = h->gpu < 0 ? status_result(job_id, d.tenant, v1::INFRA_ERROR, "no healthy GPU on this node", worker)
+        result = h->gpu < 0 ? status_result(job_id, d.tenant, node_fault("no healthy GPU on this node"), worker)
                             : judge(job, JudgeContext{config_for_gpu(h->gpu), worker, &watch, builds_.get(), false, deliveries});
         // a GPU that could not give a run a context is checked as after a fault
         h->gpu_outcome = GpuHealth::classify(result.status() == v1::CUDA_FAULT, watch.gpu_unavailable > 0, false,
@@ -743,7 +746,7 @@ void Daemon::process(const HeldPtr& h, unsigned slot) {
         if (h->cancel) {
           // Its sandboxes were killed (or it finished just before): whatever the pipeline made of
           // that is not the candidate's verdict.
-          result = status_result(job_id, d.tenant, v1::CANCELLED, "cancelled while running", worker);
+          result = status_result(job_id, d.tenant, ended_by_cancel("cancelled while running"), worker);
           ++metrics_.cancelled_running;
         } else if (result.status() == v1::INFRA_ERROR) {
           if (deliveries < cfg_.queue.max_deliveries) retry = true;

@@ -27,13 +27,9 @@ BuildClaim claim_for_job(BuildStore& store, const v1::Job& job, const Config& cf
   return claim;
 }
 
-bool shareable_build_failure(const Decision& d) {
-  return d.verdict != v1::INFRA_ERROR && d.verdict != v1::CANCELLED && d.verdict != v1::EXPIRED;
-}
-
 std::optional<Decision> claim_ended_the_job(const BuildClaim& claim) {
-  if (claim.kind == BuildClaim::Cancelled) return Decision{v1::CANCELLED, "cancelled while waiting for its build"};
-  if (claim.kind == BuildClaim::Expired) return Decision{v1::EXPIRED, "deadline passed while waiting for its build"};
+  if (claim.kind == BuildClaim::Cancelled) return ended_by_cancel("cancelled while waiting for its build");
+  if (claim.kind == BuildClaim::Expired) return ended_by_deadline("deadline passed while waiting for its build");
   return std::nullopt;
 }
 

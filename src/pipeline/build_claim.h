@@ -24,10 +24,6 @@ BuildClaim claim_for_job(BuildStore& store, const kjudge::v1::Job& job, const Co
 // The job's deadline as a clock time (none when unset).
 std::optional<std::chrono::system_clock::time_point> job_deadline(const kjudge::v1::Job& job);
 
-// A build failure other nodes may replay: the candidate's (or reference's) own, never ours
-// (INFRA_ERROR) nor the job's cancel or deadline.
-bool shareable_build_failure(const Decision& d);
-
 // CANCELLED or EXPIRED when the job's cancel or deadline ended the wait.
 std::optional<Decision> claim_ended_the_job(const BuildClaim& claim);
 

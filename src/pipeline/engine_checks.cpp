@@ -21,6 +21,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Native loops: the runner stamps its own loop, so only the daemon's reader thread's latency needs
+// forgiving (5% and 1 ms).
+constexpr ForgedReportSlack kNativeForgedSlack{1.05, 1.0};
+
+Finding cheat(v1::Result& r, v1::CheatClass c, std::string message) {
+  return cheat_evidence(FindingKind::Integrity, r, c, std::move(message));
+}
+
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -39,13 +47,6 @@ void add_flag(v1::Result& r, const std::string& f) {
     if (x == f) return;
   r.mutable_legality()->add_flags(f);
 }
-
-Decision cheat(v1::Result& r, v1::CheatClass c, std::string message) {
-  r.set_cheat_class(c);
-  return {v1::CHEAT, std::move(message)};
-}
-
-
 
 InputDigests digest_input_sets(const v1::NativeTask& task, const std::vector<InputSet>& sets) {
   InputDigests out;
@@ -110,27 +111,28 @@ double sum(const google::protobuf::RepeatedField<double>& v) {
 }
 }  // namespace
 
-std::optional<Decision> check_daemon_clock(const ClockCheck& c, v1::Result& r) {
+std::optional<Finding> check_daemon_clock(const ClockCheck& c, v1::Result& r) {
   auto* perf = r.mutable_performance();
   perf->set_inprocess_sum_ms(c.inprocess_sum_ms);
   if (!c.span_ms) {
     add_flag(r, "clock_marks_inconsistent");
-    return Decision{v1::SUSPICIOUS, "the timed loop's marks on the daemon's clock are missing or forged"};
+    return suspicious_evidence("the timed loop's marks on the daemon's clock are missing or forged");
   }
   perf->set_outside_wall_ms(*c.span_ms);
   if (c.outside_bound_ms) {
     perf->set_outside_bound_ms(*c.outside_bound_ms);
     if (*c.span_ms > *c.outside_bound_ms) {
       add_flag(r, "outside_clock_disagrees");
-      return Decision{v1::SUSPICIOUS, fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the kernel's "
-                                                  "process reported {:.2f} ms of calls (+ harness overhead): time "
-                                                  "is being spent outside the measured region",
-                                                  *c.span_ms, c.inprocess_sum_ms)};
+      return suspicious_evidence(
+          fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the kernel's "
+                      "process reported {:.2f} ms of calls (+ harness overhead): time is "
+                      "being spent outside the measured region",
+                      *c.span_ms, c.inprocess_sum_ms));
     }
   }
-  if (c.inprocess_sum_ms > *c.span_ms * c.forged_factor + c.forged_slack_ms) {
+  if (c.inprocess_sum_ms > *c.span_ms * c.forged.factor + c.forged.slack_ms) {
     add_flag(r, "inprocess_exceeds_outside");
-    return Decision{v1::SUSPICIOUS, "the reported call times exceed the daemon's own clock (forged report?)"};
+    return suspicious_evidence("the reported call times exceed the daemon's own clock (forged report?)");
   }
   return std::nullopt;
 }
@@ -157,7 +159,7 @@ std::uint64_t bytes_moved(const v1::NativeTask& task) {
   return b;
 }
 
-std::optional<Decision> check_integrity(const EngineFacts& f, v1::Result& r) {
+std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
   const auto& rep = *f.report;
   const auto& task = *f.task;
 
@@ -183,7 +185,7 @@ std::optional<Decision> check_integrity(const EngineFacts& f, v1::Result& r) {
   }
   if (static_cast<std::size_t>(rep.inputs_after_correctness_size()) != expected_digests) {
     add_flag(r, "input_digests_missing");
-    return Decision{v1::SUSPICIOUS, "the harness did not report every input digest (report forged?)"};
+    return suspicious_evidence("the harness did not report every input digest (report forged?)");
   }
   for (const auto& fl : rep.flags())
     if (fl.rfind("inputs_mutated_during_timing:", 0) == 0) {
@@ -212,7 +214,7 @@ std::optional<Decision> check_integrity(const EngineFacts& f, v1::Result& r) {
   const int n = rep.trial_ms_size();
   if (n == 0 || rep.trial_set_size() != n || rep.trial_output_hash_size() != n || rep.trial_wall_ms_size() != n) {
     add_flag(r, "timing_report_inconsistent");
-    return Decision{v1::SUSPICIOUS, "the harness's timing report is inconsistent (forged?)"};
+    return suspicious_evidence("the harness's timing report is inconsistent (forged?)");
   }
   std::vector<unsigned> pool;
   for (unsigned k = 0; k < f.sets->size(); ++k)
@@ -220,7 +222,7 @@ std::optional<Decision> check_integrity(const EngineFacts& f, v1::Result& r) {
   for (int i = 0; i < n; ++i)
     if (rep.trial_set(i) != pool[static_cast<std::size_t>(i) % pool.size()]) {
       add_flag(r, "timing_report_inconsistent");
-      return Decision{v1::SUSPICIOUS, "the timed calls did not rotate through the input pool as asked"};
+      return suspicious_evidence("the timed calls did not rotate through the input pool as asked");
     }
 
   // 4. Audited calls (every timed call's inputs are perturbed, so each is new): full outputs
@@ -254,7 +256,7 @@ std::optional<Decision> check_integrity(const EngineFacts& f, v1::Result& r) {
 
   // 6. The daemon's clock over the loop against the in-process figures and the clean overhead.
   const double in_sum = sum(rep.trial_ms());
-  ClockCheck clock{loop_span_ms(rep, *f.marks), in_sum, std::nullopt, 1.05, 1.0};
+  ClockCheck clock{loop_span_ms(rep, *f.marks), in_sum, std::nullopt, kNativeForgedSlack};
   clock.outside_bound_ms = (in_sum + n * f.baseline->outside_wall_ms()) * 1.5 + 5.0 + 0.05 * n;
   if (auto d = check_daemon_clock(clock, r)) return d;
   auto* perf = r.mutable_performance();
@@ -281,9 +283,10 @@ std::optional<Decision> check_integrity(const EngineFacts& f, v1::Result& r) {
     if (med_ev > 0) perf->set_achieved_gbps(static_cast<double>(bytes_moved(task)) / (med_ev * 1e6));
     if (med_ev < floor_ms) {
       add_flag(r, "below_roofline");
-      return Decision{v1::SUSPICIOUS, fmt::format("median {:.4f} ms is below the physical floor {:.4f} ms "
-                                                  "(bytes moved / 1.5x measured bandwidth)",
-                                                  med_ev, floor_ms)};
+      return suspicious_evidence(
+          fmt::format("median {:.4f} ms is below the physical floor {:.4f} ms (bytes moved "
+                      "/ 1.5x measured bandwidth)",
+                      med_ev, floor_ms));
     }
   }
   return std::nullopt;

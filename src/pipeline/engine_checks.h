@@ -1,7 +1,9 @@
 // The verification engine's checks after a correct run (design §5 steps 4 and 7): input tampering,
 // threads left behind, audited timed calls, output-digest consistency, the daemon's clock against
-// the in-process figures, hidden device work, and the roofline floor. Each maps to a verdict with a
-// cheat class; docs/verdicts-and-rewards.md lists them and what a forger can and cannot do.
+// the in-process figures, hidden device work, and the roofline floor. Each returns a Finding (the
+// verdict it argues for; a CHEAT's class goes on the result); pipeline/verdict.cpp's final_verdict
+// decides.
+// docs/verdicts-and-rewards.md lists them and what a forger can and cannot do.
 #pragma once
 
 #include <filesystem>
@@ -20,25 +22,29 @@
 
 namespace kj {
 
-// Shared by the native and KernelBench checks: a legality flag (once), a CHEAT decision with its
-// class, the median of timings (0 when empty).
+// Shared by the native and KernelBench checks: a legality flag (once).
 void add_flag(kjudge::v1::Result& r, const std::string& flag);
-Decision cheat(kjudge::v1::Result& r, kjudge::v1::CheatClass c, std::string message);
+
+// How far the reported call times may run past the daemon's clock before the report counts as
+// forged: factor x span + slack_ms. Each pipeline chooses its own (its loop, its clock reader).
+struct ForgedReportSlack {
+  double factor;
+  double slack_ms;
+};
 
 // The daemon's own clock over a timed loop against the call times the candidate's process
 // reported, for both pipelines. span_ms: the loop on the daemon's clock (nullopt: its marks are
 // missing or forged, SUSPICIOUS). outside_bound_ms: the most the loop may take on that clock
 // (time spent outside the measured region past it is SUSPICIOUS; nullopt: not checked). A report
-// above forged_factor x span + forged_slack_ms claims more time than passed: SUSPICIOUS (forged).
-// Sets the performance fields it compares.
+// beyond `forged` claims more time than passed: SUSPICIOUS (forged). Sets the performance fields
+// it compares.
 struct ClockCheck {
   std::optional<double> span_ms;
   double inprocess_sum_ms = 0;
   std::optional<double> outside_bound_ms;
-  double forged_factor = 1.05;
-  double forged_slack_ms = 1.0;
+  ForgedReportSlack forged;
 };
-std::optional<Decision> check_daemon_clock(const ClockCheck& check, kjudge::v1::Result& r);
+std::optional<Finding> check_daemon_clock(const ClockCheck& check, kjudge::v1::Result& r);
 
 // set index -> arg index -> digest64 of the bytes the daemon wrote.
 using InputDigests = std::map<unsigned, std::map<int, std::uint64_t>>;
@@ -78,8 +84,8 @@ struct EngineFacts {
   bool timed = false;
 };
 
-// nullopt: nothing found. Otherwise the verdict; sets result.cheat_class, legality flags and the
-// performance cross-check fields along the way.
-std::optional<Decision> check_integrity(const EngineFacts& facts, kjudge::v1::Result& result);
+// nullopt: nothing found. Otherwise the first Integrity finding; sets result.cheat_class, legality
+// flags and the performance cross-check fields along the way.
+std::optional<Finding> check_integrity(const EngineFacts& facts, kjudge::v1::Result& result);
 
 }  // namespace kj

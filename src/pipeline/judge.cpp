@@ -16,6 +16,7 @@
 #include "pipeline/native_pipeline.h"
 #include "pipeline/reward.h"
 #include "pipeline/validate.h"
+#include "pipeline/verdict.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
@@ -41,21 +42,12 @@ v1::Result header(const std::string& job_id, const std::string& tenant, const st
   return r;
 }
 
-// A verdict that scores the candidate (or blames the job's reference): anything but success and
-// the outcomes that are nobody's fault.
-bool blames_a_party(v1::Verdict v) {
-  return v != v1::OK && v != v1::INFRA_ERROR && v != v1::CANCELLED && v != v1::EXPIRED && v != v1::VERDICT_UNSPECIFIED;
-}
-
 // TrivialTask: one allow-listed command in a bare sandbox (system binds, no job dir).
 void judge_trivial(const v1::Job& job, const JudgeContext& ctx, v1::Result& r) {
-  if (job.trivial().fail_infra()) {
-    r.set_status(v1::INFRA_ERROR);
-    r.set_message("trivial task asked for an infrastructure failure (testing)");
-    return;
-  }
+  if (job.trivial().fail_infra())
+    return record_verdict(r, node_fault("trivial task asked for an infrastructure failure (testing)"));
   if (job.trivial().skip_sandbox()) {  // the queue and daemon path alone (bench/throughput)
-    r.set_status(v1::OK);
+    record_verdict(r, decide_trivial(std::nullopt));
     r.set_stage_reached(v1::STAGE_DONE);
     return;
   }
@@ -72,17 +64,8 @@ void judge_trivial(const v1::Job& job, const JudgeContext& ctx, v1::Result& r) {
   r.set_stage_reached(v1::STAGE_CANDIDATE);
   r.mutable_resources()->set_wall_seconds(rep.wall_seconds);
   r.mutable_resources()->set_cpu_seconds(rep.cpu_seconds);
-  if (rep.outcome == kjsandbox::Outcome::SetupFailed) {
-    r.set_status(v1::INFRA_ERROR);
-    r.set_message("sandbox setup failed: " + rep.error);
-  } else if (rep.ok()) {
-    r.set_status(v1::OK);
-    r.set_stage_reached(v1::STAGE_DONE);
-  } else {
-    r.set_status(v1::RUNTIME_ERROR);
-    r.set_message(fmt::format("command ended with {} (exit {}, signal {})", kjsandbox::to_string(rep.outcome),
-                              rep.exit_code, rep.signal));
-  }
+  record_verdict(r, decide_trivial(rep));
+  if (rep.ok()) r.set_stage_reached(v1::STAGE_DONE);
 }
 
 }  // namespace
@@ -98,8 +81,7 @@ google::protobuf::Timestamp now_timestamp() {
 v1::Result invalid_job_result(const std::string& job_id, const std::string& tenant, const std::string& message,
                               const std::string& worker) {
   v1::Result r = header(job_id, tenant, worker);
-  r.set_status(v1::INVALID_JOB);
-  r.set_message(message);
+  record_verdict(r, job_fault(message));
   r.set_stage_reached(v1::STAGE_VALIDATE);
   finish(r, "", "");
   return r;
@@ -118,8 +100,7 @@ v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
     try {
       judge_trivial(job, ctx, r);
     } catch (const std::exception& e) {
-      r.set_status(v1::INFRA_ERROR);
-      r.set_message(std::string("internal error: ") + e.what());
+      record_verdict(r, node_fault(std::string("internal error: ") + e.what()));
     }
     *r.mutable_finished_at() = kj::now_timestamp();
     return r;
@@ -133,27 +114,20 @@ v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
   r.set_turn_index(job.turn().turn_index());
   std::string detail;
   try {
-    if (auto low = check_free_space(ctx.config.state_dir, ctx.config.limits)) {
-      r.set_status(v1::INFRA_ERROR);
-      r.set_message(*low);
-    } else if (job.task_case() == v1::Job::kKernelbench)
+    if (auto low = check_free_space(ctx.config.state_dir, ctx.config.limits))
+      record_verdict(r, node_fault(*low));
+    else if (job.task_case() == v1::Job::kKernelbench)
       judge_kernelbench(job, ctx, r, detail);
     else
       judge_native(job, ctx, r, detail);
   } catch (const std::exception& e) {
     log::error("pipeline.exception", {{"job_id", job.job_id()}, {"what", e.what()}});
-    r.set_status(v1::INFRA_ERROR);
-    r.set_message(std::string("internal error: ") + e.what());
+    record_verdict(r, node_fault(std::string("internal error: ") + e.what()));
   }
-  if (r.status() == v1::VERDICT_UNSPECIFIED) {
-    r.set_status(v1::INFRA_ERROR);
-    r.set_message("pipeline ended without a verdict");
-  }
+  if (r.status() == v1::VERDICT_UNSPECIFIED) record_verdict(r, node_fault("pipeline ended without a verdict"));
   if (blames_a_party(r.status()))
-    if (auto fault = host_fault_after_job(ctx.config.state_dir)) {
-      r.set_status(v1::INFRA_ERROR);
-      r.set_message("host fault: " + *fault + " (the pipeline had said: " + r.message() + ")");
-    }
+    if (auto fault = host_fault_after_job(ctx.config.state_dir))
+      record_verdict(r, node_fault("host fault: " + *fault + " (the pipeline had said: " + r.message() + ")"));
   if (r.status() == v1::OK && !known_reward_policy(job.options().reward_policy()))
     r.set_message(r.message() + "; unknown reward policy, default used");
   finish(r, job.options().reward_policy(), detail);

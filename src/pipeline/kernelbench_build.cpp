@@ -429,9 +429,9 @@ std::unique_ptr<KeyFileLock> lock_key(const v1::Job& job, const Config& cfg, con
   auto lock = std::make_unique<KeyFileLock>(dir / (memo.key() + ".lock"), current_cancel_fd(), wait_bound(job));
   if (lock->contended()) (*r.mutable_phase_seconds())["build.flight_wait"] += lock->seconds_waited();
   if (lock->result() == KeyFileLock::Result::Cancelled)
-    out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"};
+    out.failure = ended_by_cancel("cancelled while waiting for its build");
   if (lock->result() == KeyFileLock::Result::TimedOut)
-    out.failure = Decision{v1::EXPIRED, "deadline passed while waiting for its build"};
+    out.failure = ended_by_deadline("deadline passed while waiting for its build");
   return lock;
 }
 
@@ -466,7 +466,7 @@ KernelBenchBuild lead_build(const v1::Job& job, const Config& cfg, const KernelB
   if (out.failure || replayed()) return out;
   const BuildSlot slot(cfg, current_cancel_fd());  // the node's build places (build_slots.h)
   (*r.mutable_phase_seconds())["build.slot_wait"] = slot.seconds_waited();
-  if (slot.cancelled()) return (out.failure = Decision{v1::CANCELLED, "cancelled while waiting to build"}), out;
+  if (slot.cancelled()) return (out.failure = ended_by_cancel("cancelled while waiting to build")), out;
   build_fresh(job, cfg, in, ext_cache, memo, out, r);
   if (lease.store) share_build(*lease.release(), key, memo, ext_cache, out, r);
   return out;
@@ -490,9 +490,9 @@ bool follow_build(Flights::Seat& seat, const v1::Job& job, const KernelBenchBuil
   (*r.mutable_phase_seconds())["build.flight_wait"] +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (waited == Flights::Seat::Wait::Cancelled)
-    return (out.failure = Decision{v1::CANCELLED, "cancelled while waiting for its build"}), true;
+    return (out.failure = ended_by_cancel("cancelled while waiting for its build")), true;
   if (waited == Flights::Seat::Wait::TimedOut)
-    return (out.failure = Decision{v1::EXPIRED, "deadline passed while waiting for its build"}), true;
+    return (out.failure = ended_by_deadline("deadline passed while waiting for its build")), true;
   return seat.outcome() && replay_entry(*seat.outcome(), in, ext_cache, out, r);
 }
 
@@ -522,8 +522,8 @@ KernelBenchBuild build_kernelbench(const v1::Job& job, const Config& cfg, const 
     // torch's extension build fails without an arch list where it sees no GPU (IndexError): the
     // node's gap, never the candidate's COMPILE_ERROR
     KernelBenchBuild out;
-    out.failure = Decision{v1::INFRA_ERROR, "this node has no CUDA architecture for cuda builds (no GPU answered "
-                                            "nvidia-smi and [kernelbench] cuda_arch_list is not set)"};
+    out.failure = node_fault("this node has no CUDA architecture for cuda builds (no GPU answered nvidia-smi and "
+                             "[kernelbench] cuda_arch_list is not set)");
     return out;
   }
   const fs::path ext_cache = kernelbench_ext_cache_dir(job, cfg);

@@ -16,7 +16,7 @@
 #include "kjudge/v1/result.pb.h"
 #include "pipeline/build_store.h"
 #include "pipeline/harness_step.h"
-#include "pipeline/judge.h"
+#include "pipeline/judge_context.h"
 #include "pipeline/verdict.h"
 
 namespace kj {

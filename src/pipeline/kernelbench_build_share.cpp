@@ -115,8 +115,7 @@ Decision replay_failure(const SharedBuild& b, v1::Result& r, std::string& detail
     if (partial.cheat_class() != v1::CHEAT_CLASS_UNSPECIFIED) r.set_cheat_class(partial.cheat_class());
   }
   detail = b.detail;
-  const auto verdict = v1::Verdict_IsValid(b.verdict) ? static_cast<v1::Verdict>(b.verdict) : v1::COMPILE_ERROR;
-  return {verdict, b.message};
+  return replayed_build_failure(b.verdict, b.message);
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // KernelBench-format jobs: the daemon's checks on what the candidate's harness reported, in the
 // order they are applied after the outputs compared equal (design §5 steps 4, 6, 7): the
 // harness's own guards (patched timers), input mutation, threads left running, audited timed
-// calls, the daemon's clock over the timed loop, and device work outside the timed stream.
+// calls, the daemon's clock over the timed loop, and device work outside the timed stream. Each
+// returns a Finding; pipeline/verdict.cpp's final_verdict decides.
 #pragma once
 
 #include <filesystem>
@@ -34,16 +35,17 @@ struct KernelBenchFacts {
   bool timed = false;
 };
 
-// The worker's channel refused requests (only code behind the harness's back makes them): CHEAT.
-std::optional<Decision> check_channel(const nlohmann::json& worker, kjudge::v1::Result& r);
+// The worker's channel refused requests (only code behind the harness's back makes them): Tamper
+// evidence of a CHEAT.
+std::optional<Finding> check_channel(const nlohmann::json& worker, kjudge::v1::Result& r);
 
-// Before the comparison: patched guards, an output that changed after its call returned or threads
-// left running (deferred work: its late writes make any output meaningless), an output replayed from an earlier set (the worker's flag), outputs that are not
-// plain tensors.
-std::optional<Decision> check_before_compare(const KernelBenchFacts& f, kjudge::v1::Result& r);
+// Before the comparison (Tamper findings): patched guards, an output that changed after its call
+// returned or threads left running (deferred work: its late writes make any output meaningless), an
+// output replayed from an earlier set (the worker's flag), outputs that are not plain tensors.
+std::optional<Finding> check_before_compare(const KernelBenchFacts& f, kjudge::v1::Result& r);
 
-// After a correct comparison and the legality verdict.
-std::optional<Decision> check_after_compare(const KernelBenchFacts& f, kjudge::v1::Result& r);
+// After a correct comparison (Integrity findings).
+std::optional<Finding> check_after_compare(const KernelBenchFacts& f, kjudge::v1::Result& r);
 
 
 }  // namespace kj

@@ -59,14 +59,6 @@ const char* precision_name(v1::Precision p) {
   }
 }
 
-// The last non-empty line of an error text (a traceback's is the exception itself).
-std::string last_line(const std::string& text) {
-  auto end = text.find_last_not_of(" \n");
-  if (end == std::string::npos) return text;
-  auto start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
-}
-
 // The reference's timings go in every result that got this far, whatever the candidate does next:
 // a report lists the reference's time for every problem, not only where a sample was timed.
 void record_reference_timings(v1::Performance& perf, const json& baseline) {
@@ -122,7 +114,8 @@ void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, con
 void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
   const auto& task = job.kernelbench();
   const auto& cfg = ctx.config;
-  const bool compat = job.options().strictness() == v1::COMPAT_KERNELBENCH;
+  const JudgeMode mode = judge_mode(job);
+  const bool compat = mode == JudgeMode::Compat;
   const std::string backend = kernelbench_backend_name(task.backend());
   const bool gpu = backend != "cpu";
   const JobLimits limits = job_limits(job, cfg);
@@ -138,10 +131,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
                sandbox_host_gid(cfg.sandbox.host_gid), cfg.keep_job_dirs);
   const fs::path build_dir = ws.make_party_dir("build"), cand_dir = ws.make_party_dir("candidate");
   StageClock clock(r);
-  auto fail = [&](const Decision& d) {
-    r.set_status(d.verdict);
-    r.set_message(d.message);
-  };
+  auto fail = [&](const Decision& d) { record_verdict(r, d); };
+  auto conclude = [&](const Findings& found) { record_verdict(r, final_verdict(found, mode)); };
   const CandidateSource src = candidate_source(task);
   ws.write_file(build_dir / src.file_name, src.text);
   ws.write_file(build_dir / "reference.py", task.reference_py());
@@ -230,12 +221,12 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     detail = why;
     if (std::chrono::steady_clock::now() - asked >= budget) {  // it never returned: it holds the worker, which goes
       wjob.worker().kill();
-      return fail({v1::INVALID_JOB, fmt::format("the reference did not finish within its own budget of {} ms",
-                                                cfg.kernelbench.reference_wall_ms)});
+      return fail(job_fault(fmt::format("the reference did not finish within its own budget of {} ms",
+                                        cfg.kernelbench.reference_wall_ms)));
     }
     // The worker went away under it (the tenant's worker serves several jobs, so the cause may
     // be another's): ours to retry, never the candidate's.
-    return fail({v1::INFRA_ERROR, "trusted worker: " + why});
+    return fail(node_fault("trusted worker: " + why));
   }
   if (!prepared->value("ok", false)) {
     detail = prepared->value("error", "");
@@ -244,8 +235,8 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     // the node's memory at that moment, not the job's fault: retried, and no canary (a canary on a
     // device full of the judge's own sets failed and quarantined a healthy H100)
     if (prepared->value("fault", "") == "resources")
-      return fail({v1::INFRA_ERROR, "the trusted worker ran out of device memory making the sets: " + last_line(detail)});
-    return fail({v1::INVALID_JOB, "the reference failed: " + last_line(detail)});
+      return fail(node_fault("the trusted worker ran out of device memory making the sets: " + last_line(detail)));
+    return fail(job_fault("the reference failed: " + last_line(detail)));
   }
   json& orep = *prepared;
   add_phases(r, "oracle", orep);
@@ -325,15 +316,15 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   const auto seen = wjob.results(std::chrono::seconds(60), why);
   if (!seen || !seen->value("ok", false)) {
     detail = seen ? seen->value("error", "") : why;
-    return fail({v1::INFRA_ERROR, "trusted worker: " + (seen ? last_line(detail) : why)});
+    return fail(node_fault("trusted worker: " + (seen ? last_line(detail) : why)));
   }
   if (const auto faults = seen->value("worker_faults", json::array()); !faults.empty()) {
     detail = faults.dump();  // the worker's own fault: ours, whatever the candidate then did
     const std::string first = "trusted worker: " + faults[0].get<std::string>();
-    if (first.find("out of memory") != std::string::npos) return fail({v1::INFRA_ERROR, first});  // memory, not the GPU's health
+    if (first.find("out of memory") != std::string::npos) return fail(node_fault(first));  // memory, not the GPU's health
     return fail(gpu_could_not_serve(first));
   }
-  if (auto d = check_channel(*seen, r)) return fail(*d);
+  if (auto f = check_channel(*seen, r)) return conclude({*f});
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
   (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
   // Waiting for the judge (its sets and comparisons, other jobs' timed loops on the GPU lock) is the
@@ -341,17 +332,17 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   // never the candidate's TIMEOUT.
   if (const double waited = seen->value("judge_seconds", 0.0);
       cand.sandbox.outcome == kjsandbox::Outcome::WallTimeout && waited * 1000.0 > 0.25 * run_ms)
-    return fail({v1::INFRA_ERROR, fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
-                                              "(its sets, other jobs' timed loops on a busy node): judged again",
-                                              waited)});
+    return fail(node_fault(fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
+                                       "(its sets, other jobs' timed loops on a busy node): judged again",
+                                       waited)));
   // Device memory: a candidate that ran out of it while it held and asked for no more than it was
   // admitted with found the device filled by other jobs: ours (retried), not its RUNTIME_ERROR.
   // (A retry had the device alone, admitted with 0 bytes: its shortage is its own.)
   if (cand.report && cand.report->contains("device_bytes_needed") &&
       cand.report->value("device_bytes_needed", std::uint64_t{0}) <= device_hold->bytes())
-    return fail({v1::INFRA_ERROR, fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
-                                              "(other jobs' memory on a busy node): judged again",
-                                              device_hold->bytes() / double(1ull << 30))});
+    return fail(node_fault(fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
+                                       "(other jobs' memory on a busy node): judged again",
+                                       device_hold->bytes() / double(1ull << 30))));
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,
                                 cand.host_fault, has_device_ready_mark(marks))) {
@@ -373,7 +364,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   facts.marks = &marks;
   facts.tol = tol;
   facts.timed = max_trials > 0;
-  if (auto d = check_before_compare(facts, r)) return fail(*d);
+  if (auto f = check_before_compare(facts, r)) return conclude({*f});
   const json& compared = (*seen)["sets"];
   for (const auto& s : orep["sets"]) {
     if (s.contains("skipped") || s.value("timing_only", false)) continue;
@@ -390,9 +381,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     *cs.add_outputs() = cmp;
     *r.add_correctness() = cs;
   }
-  const Decision correct = decide_correctness(r.correctness());
-  fail(correct);
-  if (correct.verdict != v1::OK) return;
+  if (auto wrong = correctness_finding(r.correctness())) return conclude({*wrong});
 
   // 6. Integrity (inputs, threads, audited calls, the daemon's clock) before legality: a memoizing
   // candidate that skips its kernel on a cached call is a memoization cheat first.
@@ -400,8 +389,9 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   if (max_trials && baseline.contains("baseline")) {
     facts.clean_wall_minus_event_ms = baseline.value("wall_gap_ms", 0.0);
   }
-  const auto integrity = check_after_compare(facts, r);
-  if (integrity && !compat) return fail(*integrity);
+  Findings found;
+  if (auto f = check_after_compare(facts, r)) found.push_back(*f);
+  if (findings_end_the_job(found, mode)) return conclude(found);
   // 7. Legality (the traced pass).
   clock.start(v1::STAGE_LEGALITY);
   LegalityTrace trace;
@@ -423,16 +413,15 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   for (const auto& op : cls.forbidden_ops) leg->add_forbidden_ops(op);
   // Compat mode still times an illegal candidate, so KernelBench's own numbers can be reported
   // beside kjudge's verdict; strict mode stops here.
-  const auto illegal = decide_legality(trace, cls, /*libraries_allowed=*/false);
-  if (illegal && !compat) return fail(*illegal);
+  if (auto f = decide_legality(trace, cls, /*libraries_allowed=*/false)) found.push_back(*f);
+  if (findings_end_the_job(found, mode)) return conclude(found);
 
   if (max_trials && crep.contains("timing"))
     set_kernelbench_speedup(*r.mutable_performance(), crep["timing"], baseline, *seen, marks, worker_marks, compat,
                             orep.value("roofline", json()));
   if (r.performance().speedup_source() == "trusted_clock") add_flag(r, "outside_clock_disagrees");
-  if (integrity) return fail(*integrity);
-  if (illegal) return fail(*illegal);
-  clock.start(v1::STAGE_DONE);
+  conclude(found);
+  if (found.empty()) clock.start(v1::STAGE_DONE);
 }
 
 }  // namespace kj

@@ -4,7 +4,7 @@
 
 #include "kjudge/v1/job.pb.h"
 #include "kjudge/v1/result.pb.h"
-#include "pipeline/judge.h"
+#include "pipeline/judge_context.h"
 
 namespace kj {
 

@@ -35,8 +35,7 @@ std::optional<FetchedNativeBuild> fetched_native_build(const SharedBuild& b) {
   if (!b.memo.is_object() || b.memo.value("kind", "") != "native") return std::nullopt;
   FetchedNativeBuild out;
   if (b.failed) {
-    const auto verdict = v1::Verdict_IsValid(b.verdict) ? static_cast<v1::Verdict>(b.verdict) : v1::COMPILE_ERROR;
-    out.failure = Decision{verdict, b.message};
+    out.failure = replayed_build_failure(b.verdict, b.message);
     out.log = b.detail;
     return out;
   }

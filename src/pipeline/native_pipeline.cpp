@@ -232,10 +232,8 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
   Side cand{"candidate", Party::Candidate, &task.candidate(), ws.make_party_dir("candidate")};
   Side ref{"reference", Party::Reference, &task.reference_source(), ws.make_party_dir("reference")};
   StageClock clock(r);
-  auto fail = [&](const Decision& d) {
-    r.set_status(d.verdict);
-    r.set_message(d.message);
-  };
+  auto fail = [&](const Decision& d) { record_verdict(r, d); };
+  auto conclude = [&](const Findings& found) { record_verdict(r, final_verdict(found, judge_mode(job))); };
 
   clock.start(v1::STAGE_BUILD);
   if (auto d = build(cand, job, tc, ws, ctx, budget, r.mutable_compile())) return fail(*d);
@@ -391,9 +389,7 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
       // the timing pool's sets are listed only when they fail: the declared sets are the contract
       if (k < nsets || !cs.passed()) *r.add_correctness() = std::move(cs);
     }
-    const Decision d = decide_correctness(r.correctness());
-    fail(d);
-    if (d.verdict != v1::OK) return;
+    if (auto wrong = correctness_finding(r.correctness())) return conclude({*wrong});
 
     // Integrity: everything decided from facts outside the candidate's reach or cross-checked.
     clock.start(v1::STAGE_TIMING);
@@ -420,15 +416,14 @@ void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, st
       perf->set_stop_reason(cr.stop_reason());
       perf->set_median_rel_ci(median_rel_ci_of(cr));
     }
-    if (auto verdict = check_integrity(facts, r)) {
-      const auto& flags = r.legality().flags();
-      const bool clock_only = std::find(flags.begin(), flags.end(), "outside_clock_disagrees") != flags.end();
-      if (attempt == 0 && verdict->verdict == v1::SUSPICIOUS && clock_only) continue;  // confirm first
-      return fail(*verdict);
+    if (auto found = check_integrity(facts, r)) {
+      if (attempt == 0 && needs_confirming_run(*found, r)) continue;
+      return conclude({*found});
     }
     if (attempt > 0) r.mutable_legality()->add_flags("outside_clock_rerun_agreed");
     break;
   }
+  conclude({});
   clock.start(v1::STAGE_DONE);
 }
 

@@ -54,4 +54,13 @@ std::string truncate_log(const std::string& log, bool& truncated) {
 
 std::string tail(const std::string& s, std::size_t n) { return s.size() > n ? "..." + s.substr(s.size() - n) : s; }
 
+std::string last_line(const std::string& text, std::size_t max_chars) {
+  const auto end = text.find_last_not_of(" \n");
+  if (end == std::string::npos) return "";
+  const auto nl = text.rfind('\n', end);
+  const auto start = nl == std::string::npos ? 0 : nl + 1;
+  const std::string line = text.substr(start, end + 1 - start);
+  return line.size() > max_chars ? line.substr(0, max_chars) + "..." : line;
+}
+
 }  // namespace kj

@@ -37,4 +37,8 @@ std::string truncate_log(const std::string& log, bool& truncated);
 // The last n bytes, "..." in front when cut.
 std::string tail(const std::string& s, std::size_t n);
 
+// The last non-blank line (a Python traceback's says what went wrong): "" for a blank text, cut
+// to max_chars with "..." behind when longer (a message's line; the full text goes to feedback).
+std::string last_line(const std::string& text, std::size_t max_chars = std::string::npos);
+
 }  // namespace kj

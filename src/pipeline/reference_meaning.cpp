@@ -50,13 +50,11 @@ std::optional<Decision> decide_reference_meaning(const v1::NativeTask& task, con
     if (const auto it = inputs.find(k); it != inputs.end()) distinct_inputs.insert(it->second);
   }
   if (every_set_non_finite)
-    return Decision{v1::INVALID_JOB,
-                    "the reference's outputs have NaN/Inf values on every input set: a candidate has nothing to be "
-                    "compared against (check the inputs' declared distributions)"};
+    return job_fault("the reference's outputs have NaN/Inf values on every input set: a candidate has nothing to be "
+                     "compared against (check the inputs' declared distributions)");
   if (sets > 1 && distinct_inputs.size() > 1 && outputs.size() == 1)
-    return Decision{v1::INVALID_JOB,
-                    "the reference's outputs are the same on every input set although the inputs differ: they do not "
-                    "depend on the inputs, so any constant would pass"};
+    return job_fault("the reference's outputs are the same on every input set although the inputs differ: they do not "
+                     "depend on the inputs, so any constant would pass");
   return std::nullopt;
 }
 

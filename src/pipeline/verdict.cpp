@@ -1,10 +1,12 @@
 #include "pipeline/verdict.h"
 
 #include "pipeline/compile_diagnostics.h"
+#include "pipeline/pipeline_util.h"
 #include "pipeline/sandbox_watch.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 
@@ -15,6 +17,62 @@ using kjsandbox::Outcome;
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+void record_verdict(v1::Result& r, const Decision& d) {
+  r.set_status(d.verdict);
+  r.set_message(d.message);
+}
+
+Decision node_fault(std::string message) { return {v1::INFRA_ERROR, std::move(message)}; }
+Decision job_fault(std::string message) { return {v1::INVALID_JOB, std::move(message)}; }
+Decision ended_by_cancel(std::string message) { return {v1::CANCELLED, std::move(message)}; }
+Decision ended_by_deadline(std::string message) { return {v1::EXPIRED, std::move(message)}; }
+
+namespace {
+bool nobodys_fault(v1::Verdict v) { return v == v1::INFRA_ERROR || v == v1::CANCELLED || v == v1::EXPIRED; }
+}  // namespace
+
+bool blames_a_party(v1::Verdict v) { return v != v1::OK && v != v1::VERDICT_UNSPECIFIED && !nobodys_fault(v); }
+
+bool shareable_build_failure(const Decision& d) { return !nobodys_fault(d.verdict); }
+
+Decision replayed_build_failure(int stored_verdict, std::string message) {
+  const auto v = v1::Verdict_IsValid(stored_verdict) ? static_cast<v1::Verdict>(stored_verdict) : v1::COMPILE_ERROR;
+  return {v, std::move(message)};
+}
+
+Finding cheat_evidence(FindingKind kind, v1::Result& r, v1::CheatClass c, std::string message) {
+  r.set_cheat_class(c);
+  return {kind, v1::CHEAT, std::move(message)};
+}
+
+Finding suspicious_evidence(std::string message) { return {FindingKind::Integrity, v1::SUSPICIOUS, std::move(message)}; }
+
+Finding wrong_output_evidence(FindingKind kind, std::string message) { return {kind, v1::INCORRECT, std::move(message)}; }
+
+JudgeMode judge_mode(const v1::Job& job) {
+  return job.options().strictness() == v1::COMPAT_KERNELBENCH ? JudgeMode::Compat : JudgeMode::Strict;
+}
+
+Decision final_verdict(const Findings& findings, JudgeMode /*mode: never changes the verdict*/) {
+  const Finding* first = nullptr;
+  for (const auto& f : findings)
+    if (!first || f.kind < first->kind) first = &f;
+  if (!first) return {v1::OK, "correct on every input set"};
+  return {first->verdict, first->message};
+}
+
+bool findings_end_the_job(const Findings& findings, JudgeMode mode) {
+  for (const auto& f : findings)
+    if (mode == JudgeMode::Strict || f.kind == FindingKind::Tamper || f.kind == FindingKind::Correctness) return true;
+  return false;
+}
+
+bool needs_confirming_run(const Finding& f, const v1::Result& r) {
+  const auto& flags = r.legality().flags();
+  const bool clock_only = std::find(flags.begin(), flags.end(), "outside_clock_disagrees") != flags.end();
+  return f.verdict == v1::SUSPICIOUS && clock_only;
 }
 
 namespace {
@@ -101,12 +159,12 @@ bool is_cuda_fault(std::string_view error) {
 
 Decision gpu_could_not_serve(const std::string& message) {
   record_gpu_unavailable(message);
-  return Decision{v1::INFRA_ERROR, message};
+  return node_fault(message);
 }
 
 std::optional<Decision> decide_gpu_still_healthy() {
   if (!job_gpu_quarantined()) return std::nullopt;
-  return Decision{v1::INFRA_ERROR, "this job's GPU was quarantined while the job was being built: retried on a healthy GPU"};
+  return node_fault("this job's GPU was quarantined while the job was being built: retried on a healthy GPU");
 }
 
 std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint32_t wall_limit_ms) {
@@ -141,7 +199,7 @@ std::optional<Decision> decide_run(const StepOutcome& step, Party who, std::uint
   return std::nullopt;
 }
 
-Decision decide_correctness(const google::protobuf::RepeatedPtrField<v1::CorrectnessSet>& sets) {
+std::optional<Finding> correctness_finding(const google::protobuf::RepeatedPtrField<v1::CorrectnessSet>& sets) {
   for (const auto& set : sets) {
     if (set.passed()) continue;
     for (const auto& o : set.outputs()) {
@@ -152,24 +210,31 @@ Decision decide_correctness(const google::protobuf::RepeatedPtrField<v1::Correct
                            o.nan_outputs() ? fmt::format(", {} NaN", o.nan_outputs()) : std::string());
       else if (!o.problem().empty())
         what = ": " + o.problem();
-      return {v1::INCORRECT,
-              fmt::format("output '{}' differs from the reference on input set '{}'{}", o.arg(), set.name(), what)};
+      return wrong_output_evidence(
+          FindingKind::Correctness,
+          fmt::format("output '{}' differs from the reference on input set '{}'{}", o.arg(), set.name(), what));
     }
-    return {v1::INCORRECT, fmt::format("input set '{}' failed", set.name())};
+    return wrong_output_evidence(FindingKind::Correctness, fmt::format("input set '{}' failed", set.name()));
   }
-  return {v1::OK, "correct on every input set"};
+  return std::nullopt;
+}
+
+Decision decide_trivial(const std::optional<kjsandbox::Report>& ran) {
+  if (ran && ran->outcome == Outcome::SetupFailed) return node_fault("sandbox setup failed: " + ran->error);
+  if (!ran || ran->ok()) return {v1::OK, ""};
+  return {v1::RUNTIME_ERROR, fmt::format("command ended with {} (exit {}, signal {})", kjsandbox::to_string(ran->outcome),
+                                         ran->exit_code, ran->signal)};
+}
+
+Decision decide_correctness(const google::protobuf::RepeatedPtrField<v1::CorrectnessSet>& sets) {
+  const auto wrong = correctness_finding(sets);
+  return final_verdict(wrong ? Findings{*wrong} : Findings{}, JudgeMode::Strict);
 }
 
 namespace {
 
-// The last line of a Python traceback says what went wrong; the full text goes to feedback.
-std::string last_line(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  const auto nl = t.rfind('\n');
-  std::string line = nl == std::string::npos ? t : t.substr(nl + 1);
-  return line.size() > 400 ? line.substr(0, 400) + "..." : line;
-}
+// A message's one line of a harness error; the full text goes to feedback.
+constexpr std::size_t kCauseChars = 400;
 
 v1::CheatClass cheat_class_named(const std::string& name) {
   static const std::pair<const char*, v1::CheatClass> names[] = {
@@ -199,7 +264,8 @@ std::optional<Decision> decide_harness(const kjsandbox::Report& s, const nlohman
   const std::string stage = report->value("stage", std::string("?"));
   // The harness's one-line cause (python/kjudge_harness/diagnosis.py) when it made one: a
   // traceback's last line can be the tail of a tensor printout, a build's is ninja's.
-  const std::string cause = report->contains("message") ? last_line(report->value("message", "")) : last_line(error);
+  const std::string cause = report->contains("message") ? last_line(report->value("message", ""), kCauseChars)
+                                                        : last_line(error, kCauseChars);
   if (build) return blame(who, v1::COMPILE_ERROR, fmt::format("{} does not build: {}", party_name(who), cause));
   if (stage == "device" && !device_ready_mark) return gpu_unavailable(who, cause);
   if (is_cuda_fault(error))
@@ -219,22 +285,22 @@ std::optional<Decision> decide_static_policy(const nlohmann::json& policy, v1::R
                                  f.value("line", 0), f.value("message", std::string()))};
 }
 
-std::optional<Decision> decide_legality(const LegalityTrace& trace, const LegalityClass& cls, bool libraries_allowed) {
-  if (!trace.tracer_ok)
-    return Decision{v1::UNVERIFIABLE, "the legality trace could not be trusted: " + trace.tracer_problem};
+std::optional<Finding> decide_legality(const LegalityTrace& trace, const LegalityClass& cls, bool libraries_allowed) {
+  const auto illegal = [](v1::Verdict v, std::string message) { return Finding{FindingKind::Legality, v, std::move(message)}; };
+  if (!trace.tracer_ok) return illegal(v1::UNVERIFIABLE, "the legality trace could not be trusted: " + trace.tracer_problem);
   if (!cls.forbidden_ops.empty()) {
     std::string ops;
     for (std::size_t i = 0; i < cls.forbidden_ops.size() && i < 6; ++i) ops += (i ? ", " : "") + cls.forbidden_ops[i];
-    return Decision{v1::FALLBACK, "framework compute ran inside ModelNew.forward: " + ops};
+    return illegal(v1::FALLBACK, "framework compute ran inside ModelNew.forward: " + ops);
   }
   if (cls.library_kernels > 0 && !libraries_allowed)
-    return Decision{v1::FALLBACK, fmt::format("library kernels ran ({}): this task asks for custom kernels",
-                                              cls.library_kernel_names.empty() ? "" : cls.library_kernel_names[0])};
+    return illegal(v1::FALLBACK, fmt::format("library kernels ran ({}): this task asks for custom kernels",
+                                             cls.library_kernel_names.empty() ? "" : cls.library_kernel_names[0]));
   const bool custom = trace.profiled_kernels ? (cls.custom_kernels > 0 || cls.custom_ops > 0)
                                              : (trace.ext_calls > 0 || cls.custom_ops > 0);
   if (!custom)
-    return Decision{v1::DECOY, trace.profiled_kernels ? "no custom kernel ran during ModelNew.forward"
-                                                      : "ModelNew.forward never called the candidate's own extension"};
+    return illegal(v1::DECOY, trace.profiled_kernels ? "no custom kernel ran during ModelNew.forward"
+                                                     : "ModelNew.forward never called the candidate's own extension");
   return std::nullopt;
 }
 

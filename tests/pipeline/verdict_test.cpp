@@ -2,6 +2,8 @@
 
 #include <csignal>
 
+#include "pipeline/engine_checks.h"
+#include "pipeline/pipeline_util.h"
 #include "pipeline/sandbox_watch.h"
 #include "pipeline/verdict.h"
 
@@ -154,4 +156,162 @@ TEST(Verdict, ADeviceThatCannotBeSetUpIsTheNodesFaultUnlessItsReadyMarkArrived) 
   EXPECT_EQ(kj::decide_harness(exited, &report, Party::Candidate, false, 1000, std::nullopt, true)->verdict,
             v1::RUNTIME_ERROR);
   EXPECT_EQ(watch.gpu_unavailable, 1u);
+}
+
+// --- final_verdict: the one precedence over what the checks found, for both pipelines and modes ---
+
+namespace findings {
+using kj::Finding;
+using kj::FindingKind;
+using kj::JudgeMode;
+
+Finding tamper() { return {FindingKind::Tamper, v1::CHEAT, "threads left running"}; }
+Finding wrong_output() { return {FindingKind::Correctness, v1::INCORRECT, "output 'out' differs"}; }
+Finding integrity_cheat() { return {FindingKind::Integrity, v1::CHEAT, "inputs modified"}; }
+Finding audit_wrong() { return {FindingKind::Integrity, v1::INCORRECT, "timed call 1 returned wrong outputs"}; }
+Finding suspicious() { return {FindingKind::Integrity, v1::SUSPICIOUS, "below the physical floor"}; }
+Finding fallback() { return {FindingKind::Legality, v1::FALLBACK, "framework compute ran"}; }
+Finding decoy() { return {FindingKind::Legality, v1::DECOY, "no custom kernel ran"}; }
+Finding unverifiable() { return {FindingKind::Legality, v1::UNVERIFIABLE, "the trace could not be trusted"}; }
+
+constexpr JudgeMode kModes[] = {JudgeMode::Strict, JudgeMode::Compat};
+
+}  // namespace findings
+
+TEST(FinalVerdict, NothingFoundIsOkInEitherMode) {
+  for (auto mode : findings::kModes) {
+    const auto d = kj::final_verdict({}, mode);
+    EXPECT_EQ(d.verdict, v1::OK);
+    EXPECT_EQ(d.message, "correct on every input set");
+    EXPECT_FALSE(kj::findings_end_the_job({}, mode));
+  }
+}
+
+TEST(FinalVerdict, SuspiciousIsItsOwnVerdictWithItsEvidence) {
+  for (auto mode : findings::kModes) {
+    const auto d = kj::final_verdict({findings::suspicious()}, mode);
+    EXPECT_EQ(d.verdict, v1::SUSPICIOUS);
+    EXPECT_EQ(d.message, "below the physical floor");
+  }
+}
+
+// The precedence table, the same in both modes (compat only keeps timing; the verdict is the
+// finding's). Tamper beats a wrong output: work behind the comparison's back makes any output
+// meaningless. A wrong output beats integrity evidence: those checks run only after a correct
+// comparison. Integrity beats legality, whichever was found first: a memoizing candidate that
+// skips its kernel on a cached call is a memoization cheat first. Within a kind the first found
+// stands: each check stops at its first (a wrong audited call is INCORRECT unless its output is
+// another call's answer).
+TEST(FinalVerdict, PrecedenceTable) {
+  using namespace findings;
+  const struct {
+    kj::Findings found;
+    v1::Verdict verdict;
+    const char* message;
+  } cases[] = {
+      {{integrity_cheat(), fallback()}, v1::CHEAT, "inputs modified"},
+      {{fallback(), integrity_cheat()}, v1::CHEAT, "inputs modified"},
+      {{decoy(), suspicious()}, v1::SUSPICIOUS, "below the physical floor"},
+      {{unverifiable(), audit_wrong()}, v1::INCORRECT, "timed call 1 returned wrong outputs"},
+      {{fallback()}, v1::FALLBACK, "framework compute ran"},
+      {{decoy()}, v1::DECOY, "no custom kernel ran"},
+      {{unverifiable()}, v1::UNVERIFIABLE, "the trace could not be trusted"},
+      {{wrong_output(), tamper()}, v1::CHEAT, "threads left running"},
+      {{integrity_cheat(), wrong_output()}, v1::INCORRECT, "output 'out' differs"},
+      {{suspicious(), wrong_output(), fallback()}, v1::INCORRECT, "output 'out' differs"},
+      {{fallback(), suspicious(), wrong_output(), tamper()}, v1::CHEAT, "threads left running"},
+      {{audit_wrong(), integrity_cheat()}, v1::INCORRECT, "timed call 1 returned wrong outputs"},
+      {{integrity_cheat(), audit_wrong()}, v1::CHEAT, "inputs modified"},
+      {{fallback(), decoy()}, v1::FALLBACK, "framework compute ran"},
+  };
+  for (const auto& c : cases)
+    for (auto mode : kModes) {
+      const auto d = kj::final_verdict(c.found, mode);
+      EXPECT_EQ(d.verdict, c.verdict) << c.message;
+      EXPECT_EQ(d.message, c.message);
+    }
+}
+
+// Compat mode goes on timing a candidate that an integrity or legality finding names (KernelBench's
+// own numbers beside kjudge's verdict); strict mode stops at the first finding.
+TEST(FinalVerdict, CompatKeepsTimingAfterIntegrityOrLegalityFindingsStrictStops) {
+  using namespace findings;
+  for (const auto& f : {integrity_cheat(), suspicious(), audit_wrong(), fallback(), decoy(), unverifiable()}) {
+    EXPECT_TRUE(kj::findings_end_the_job({f}, JudgeMode::Strict)) << f.message;
+    EXPECT_FALSE(kj::findings_end_the_job({f}, JudgeMode::Compat)) << f.message;
+  }
+  EXPECT_FALSE(kj::findings_end_the_job({integrity_cheat(), fallback()}, JudgeMode::Compat));
+  for (auto mode : kModes) {
+    EXPECT_TRUE(kj::findings_end_the_job({tamper()}, mode));
+    EXPECT_TRUE(kj::findings_end_the_job({wrong_output()}, mode));
+  }
+}
+
+TEST(FinalVerdict, EvidenceHelpersArgueForTheirVerdicts) {
+  v1::Result r;
+  const auto cheat = kj::cheat_evidence(kj::FindingKind::Tamper, r, v1::CHEAT_DEFERRED, "late write");
+  EXPECT_EQ(cheat.verdict, v1::CHEAT);
+  EXPECT_EQ(cheat.kind, kj::FindingKind::Tamper);
+  EXPECT_EQ(r.cheat_class(), v1::CHEAT_DEFERRED);
+  EXPECT_EQ(kj::suspicious_evidence("x").kind, kj::FindingKind::Integrity);
+  EXPECT_EQ(kj::suspicious_evidence("x").verdict, v1::SUSPICIOUS);
+  EXPECT_EQ(kj::wrong_output_evidence(kj::FindingKind::Integrity, "x").verdict, v1::INCORRECT);
+  google::protobuf::RepeatedPtrField<v1::CorrectnessSet> sets;
+  sets.Add()->set_passed(true);
+  EXPECT_FALSE(kj::correctness_finding(sets));
+  sets.Add()->set_name("signed");
+  ASSERT_TRUE(kj::correctness_finding(sets));
+  EXPECT_EQ(kj::correctness_finding(sets)->kind, kj::FindingKind::Correctness);
+}
+
+// Native jobs: only a SUSPICIOUS verdict from the daemon's clock alone is run again before it stands.
+TEST(FinalVerdict, OnlyAClockOnlySuspicionIsConfirmedByASecondRun) {
+  v1::Result r;
+  EXPECT_FALSE(kj::needs_confirming_run(findings::suspicious(), r));
+  r.mutable_legality()->add_flags("outside_clock_disagrees");
+  EXPECT_TRUE(kj::needs_confirming_run(findings::suspicious(), r));
+  EXPECT_FALSE(kj::needs_confirming_run(findings::integrity_cheat(), r));
+}
+
+TEST(FinalVerdict, EarlyEndsAndWhoseFaultTheyAre) {
+  EXPECT_EQ(kj::node_fault("x").verdict, v1::INFRA_ERROR);
+  EXPECT_EQ(kj::job_fault("x").verdict, v1::INVALID_JOB);
+  EXPECT_EQ(kj::ended_by_cancel("x").verdict, v1::CANCELLED);
+  EXPECT_EQ(kj::ended_by_deadline("x").verdict, v1::EXPIRED);
+  for (auto v : {v1::OK, v1::INFRA_ERROR, v1::CANCELLED, v1::EXPIRED, v1::VERDICT_UNSPECIFIED})
+    EXPECT_FALSE(kj::blames_a_party(v)) << v1::Verdict_Name(v);
+  for (auto v : {v1::CHEAT, v1::SUSPICIOUS, v1::INCORRECT, v1::COMPILE_ERROR, v1::INVALID_JOB, v1::FALLBACK})
+    EXPECT_TRUE(kj::blames_a_party(v)) << v1::Verdict_Name(v);
+  EXPECT_FALSE(kj::shareable_build_failure(kj::node_fault("x")));
+  EXPECT_FALSE(kj::shareable_build_failure(kj::ended_by_cancel("x")));
+  EXPECT_FALSE(kj::shareable_build_failure(kj::ended_by_deadline("x")));
+  EXPECT_TRUE(kj::shareable_build_failure({v1::COMPILE_ERROR, "x"}));
+  EXPECT_EQ(kj::replayed_build_failure(v1::CHEAT, "x").verdict, v1::CHEAT);
+  EXPECT_EQ(kj::replayed_build_failure(9999, "x").verdict, v1::COMPILE_ERROR);
+  v1::Result r;
+  kj::record_verdict(r, kj::job_fault("bad reference"));
+  EXPECT_EQ(r.status(), v1::INVALID_JOB);
+  EXPECT_EQ(r.message(), "bad reference");
+}
+
+// One daemon-clock check, each pipeline choosing how far a report may run past the clock.
+TEST(DaemonClock, ForgedReportSlackIsTheCallersChoice) {
+  kj::ClockCheck native{100.0, 140.0, std::nullopt, {1.05, 1.0}};
+  kj::ClockCheck kernelbench{100.0, 140.0, std::nullopt, {1.5, 50.0}};
+  v1::Result r;
+  const auto d = kj::check_daemon_clock(native, r);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->verdict, v1::SUSPICIOUS);
+  EXPECT_EQ(d->kind, kj::FindingKind::Integrity);
+  r.Clear();
+  EXPECT_FALSE(kj::check_daemon_clock(kernelbench, r));
+  kernelbench.span_ms.reset();  // marks missing: SUSPICIOUS whatever the slack
+  EXPECT_EQ(kj::check_daemon_clock(kernelbench, r)->verdict, v1::SUSPICIOUS);
+}
+
+TEST(LastLine, TheLastNonBlankLineCutWhenAsked) {
+  EXPECT_EQ(kj::last_line("Traceback:\n  frame\nValueError: bad\n \n"), "ValueError: bad");
+  EXPECT_EQ(kj::last_line("one line"), "one line");
+  EXPECT_EQ(kj::last_line(" \n"), "");
+  EXPECT_EQ(kj::last_line("x\nabcdef", 3), "abc...");
 }
