@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <variant>
 
 #include "common/log.h"
 #include "pipeline/build_claim.h"
@@ -211,213 +212,281 @@ std::string baseline_key(const v1::NativeTask& task, const Toolchain& tc, const 
   return h.hex();
 }
 
-}  // namespace
-
-void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
-  const auto& task = job.native();
-  const Toolchain& tc = *toolchain_for(task.language());  // validated before
-  const auto& cfg = ctx.config;
-  const JobLimits limits = job_limits(job, cfg);
-  const Budget budget{limits.compile_ms, limits.run_ms, limits.output_bytes};
-  const auto& timing = job.options().timing();
-  const TrialPlan trials = trial_plan(job);
-  const unsigned warmup = trials.warmup, max_trials = trials.max_trials, min_trials = trials.min_trials;
-  const unsigned budget_ms = timing.budget_ms() ? timing.budget_ms() : std::min(budget.run_ms / 4, 3000u);
-  const unsigned nsets = job.options().correctness_sets() ? job.options().correctness_sets() : kDefaultSets;
-  const unsigned pool_extra = max_trials ? kTimingPoolExtra : 0;
-  const unsigned total_sets = nsets + pool_extra;
-
-  Workspace ws(cfg.state_dir, job.job_id(), sandbox_host_uid(cfg.sandbox.host_uid),
-               sandbox_host_gid(cfg.sandbox.host_gid), cfg.keep_job_dirs);
-  Side cand{"candidate", Party::Candidate, &task.candidate(), ws.make_party_dir("candidate")};
-  Side ref{"reference", Party::Reference, &task.reference_source(), ws.make_party_dir("reference")};
-  StageClock clock(r);
-  auto fail = [&](const Decision& d) { record_verdict(r, d); };
-  auto conclude = [&](const Findings& found) { record_verdict(r, final_verdict(found, judge_mode(job))); };
-
-  clock.start(v1::STAGE_BUILD);
-  if (auto d = build(cand, job, tc, ws, ctx, budget, r.mutable_compile())) return fail(*d);
-  if (auto d = build(ref, job, tc, ws, ctx, budget, nullptr)) return fail(*d);
-
-  // From here to the verdict the device is this job's alone (design §3); other slots' builds go on.
-  std::optional<GpuLock> device_lock;
-  if (!tc.gpu_profile.empty()) {
-    device_lock.emplace(gpu_lock_file(cfg));
-    (*r.mutable_phase_seconds())["gpu_lock_wait"] = device_lock->seconds_waited();
-    if (auto d = decide_gpu_still_healthy()) return fail(*d);  // a canary holds the lock while it checks
-  }
-
-  // Oracle: every set from its own secret seed; the daemon keeps the digests of what it wrote.
-  clock.start(v1::STAGE_ORACLE);
+// One native job as it goes through the stages: what judge_native resolved once from the job
+// (toolchain, limits, the trial plan, how many sets), the parties' directories, the sets and the
+// requests both parties get, and the reference's baseline.
+struct NativeRun {
+  const v1::Job& job;
+  const v1::NativeTask& task;
+  const JudgeContext& ctx;
+  const Config& cfg;
+  const Toolchain& tc;
+  Budget budget;
+  TrialPlan trials;
+  unsigned nsets, pool_extra;
+  Workspace ws;
+  Side cand, ref;
   std::vector<InputSet> sets;
-  for (unsigned k = 0; k < nsets; ++k) sets.push_back(write_input_set(task, k, ws.inputs(k)));
-  for (unsigned p = 0; p < pool_extra; ++p)
-    sets.push_back(write_named_input_set(task, fmt::format("timing-{}", p + 1), ws.inputs(nsets + p)));
-  const auto expected_inputs = digest_input_sets(task, sets);
-  v1::RunnerRequest base;
+  InputDigests expected_inputs;              // digests of what the daemon wrote
+  v1::RunnerRequest base;                    // what both parties run (sets, timing, audits)
+  fs::path inputs_root;
+  v1::Performance baseline;  // baseline stats, outside_wall_ms = harness overhead per call, peak_gbps
+
+  NativeRun(const v1::Job& j, const JudgeContext& c)
+      : job(j), task(j.native()), ctx(c), cfg(c.config), tc(*toolchain_for(task.language())),  // validated before
+        budget(budget_of(j, c.config)), trials(trial_plan(j)),
+        nsets(j.options().correctness_sets() ? j.options().correctness_sets() : kDefaultSets),
+        pool_extra(trials.max_trials ? kTimingPoolExtra : 0),
+        ws(cfg.state_dir, j.job_id(), sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid),
+           cfg.keep_job_dirs),
+        cand{"candidate", Party::Candidate, &task.candidate(), ws.make_party_dir("candidate")},
+        ref{"reference", Party::Reference, &task.reference_source(), ws.make_party_dir("reference")} {}
+
+  unsigned total_sets() const { return nsets + pool_extra; }
+  static Budget budget_of(const v1::Job& j, const Config& cfg) {
+    const JobLimits limits = job_limits(j, cfg);
+    return {limits.compile_ms, limits.run_ms, limits.output_bytes};
+  }
+};
+
+// Oracle: every set from its own secret seed; the daemon keeps the digests of what it wrote.
+void write_sets(NativeRun& n) {
+  for (unsigned k = 0; k < n.nsets; ++k) n.sets.push_back(write_input_set(n.task, k, n.ws.inputs(k)));
+  for (unsigned p = 0; p < n.pool_extra; ++p)
+    n.sets.push_back(write_named_input_set(n.task, fmt::format("timing-{}", p + 1), n.ws.inputs(n.nsets + p)));
+  n.expected_inputs = digest_input_sets(n.task, n.sets);
+  n.inputs_root = n.ws.inputs(0).parent_path();
+}
+
+// Audited timed calls, chosen here and given to both parties (the reference's outputs for them are
+// the expected ones); at least one after the first pass through the pool, where memoizing would pay.
+void add_audits(v1::RunnerRequest& req, const TrialPlan& trials, unsigned pool_extra) {
+  auto audit = pick_audit_calls(trials.min_trials, kAudits);
+  const unsigned pool_size = 1 + pool_extra;
+  if (trials.min_trials > pool_size && std::all_of(audit.begin(), audit.end(), [&](unsigned a) { return a < pool_size; }))
+    audit.back() = pool_size + pick_audit_calls(trials.min_trials - pool_size, 1).front();
+  std::sort(audit.begin(), audit.end());
+  audit.erase(std::unique(audit.begin(), audit.end()), audit.end());
+  for (unsigned a : audit) req.add_audit_calls(a);
+  req.set_audit_dir("/job/audit");
+  std::uint64_t seed = 0;
+  while (seed == 0) seed = std::stoull(random_suffix().substr(1), nullptr, 16);
+  req.set_perturb_seed(seed);
+}
+
+// The request both parties run: every set, the timing pool, the trial plan, the audits.
+void make_request(NativeRun& n) {
+  const auto& task = n.task;
+  const auto& timing = n.job.options().timing();
+  v1::RunnerRequest& base = n.base;
   base.set_mode(v1::RunnerRequest::RUN);
   base.set_language(task.language());
   base.set_entry(task.entry());
   *base.mutable_args() = task.args();
   *base.mutable_launch() = task.launch();
-  base.set_artifact_path("/job/" + tc.artifact_for(task));
-  for (unsigned k = 0; k < total_sets; ++k) {
+  base.set_artifact_path("/job/" + n.tc.artifact_for(task));
+  for (unsigned k = 0; k < n.total_sets(); ++k) {
     auto* s = base.add_sets();
     s->set_input_dir(fmt::format("/inputs/set{}", k));
     s->set_output_dir(fmt::format("/job/out{}", k));
-    ws.make_owned_dir(ref.dir / fmt::format("out{}", k));
-    ws.make_owned_dir(cand.dir / fmt::format("out{}", k));
+    n.ws.make_owned_dir(n.ref.dir / fmt::format("out{}", k));
+    n.ws.make_owned_dir(n.cand.dir / fmt::format("out{}", k));
   }
   base.add_timing_sets(0);
-  for (unsigned p = 0; p < pool_extra; ++p) base.add_timing_sets(nsets + p);
-  base.set_warmup(warmup);
-  base.set_trials(max_trials);
-  base.set_min_trials(min_trials);
-  base.set_budget_ms(budget_ms);
+  for (unsigned p = 0; p < n.pool_extra; ++p) base.add_timing_sets(n.nsets + p);
+  base.set_warmup(n.trials.warmup);
+  base.set_trials(n.trials.max_trials);
+  base.set_min_trials(n.trials.min_trials);
+  base.set_budget_ms(timing.budget_ms() ? timing.budget_ms() : std::min(n.budget.run_ms / 4, 3000u));
   base.set_target_rel_ci(kTargetRelCi);
   base.set_l2_flush(task.language() == v1::CUDA);
   base.set_clock_path("/job/clock");
-  // Audited timed calls, chosen here and given to both parties (the reference's outputs for them are
-  // the expected ones); at least one after the first pass through the pool, where memoizing would pay.
-  if (max_trials) {
-    auto audit = pick_audit_calls(min_trials, kAudits);
-    const unsigned pool_size = 1 + pool_extra;
-    if (min_trials > pool_size && std::all_of(audit.begin(), audit.end(), [&](unsigned a) { return a < pool_size; }))
-      audit.back() = pool_size + pick_audit_calls(min_trials - pool_size, 1).front();
-    std::sort(audit.begin(), audit.end());
-    audit.erase(std::unique(audit.begin(), audit.end()), audit.end());
-    for (unsigned a : audit) base.add_audit_calls(a);
-    base.set_audit_dir("/job/audit");
-    std::uint64_t seed = 0;
-    while (seed == 0) seed = std::stoull(random_suffix().substr(1), nullptr, 16);
-    base.set_perturb_seed(seed);
-  }
-  const fs::path inputs_root = ws.inputs(0).parent_path();
+  if (n.trials.max_trials) add_audits(base, n.trials, n.pool_extra);
+}
 
-  // Reference: expected outputs always; its timing from the cache when this node has it.
+StepOutcome run_party(const NativeRun& n, const Side& side, const v1::RunnerRequest& req, std::vector<ClockMark>& marks) {
+  return run_runner_clocked(n.cfg, side.dir, n.inputs_root, req, n.budget.run_ms, n.budget.output_bytes,
+                            n.tc.gpu_profile, "clock", marks);
+}
+
+// This node's timing of the reference for the same request, when it has one for this device.
+std::optional<v1::Performance> cached_baseline(const NativeRun& n, const std::string& memo_device) {
+  if (!n.trials.max_trials || memo_device.empty()) return std::nullopt;
+  const fs::path file = n.cfg.state_dir / "cache" / "baseline" / (baseline_key(n.task, n.tc, n.cfg, memo_device, n.base) + ".pb");
+  v1::Performance p;
+  if (fs::exists(file) && p.ParseFromString(read_file(file))) return p;
+  return std::nullopt;
+}
+
+// The reference's timed loop as the baseline, kept for later jobs on this device.
+void store_baseline(NativeRun& n, const v1::RunnerReport& rr, const std::vector<ClockMark>& marks, const std::string& device) {
+  *n.baseline.mutable_baseline() =
+      timing_stats(std::vector<double>(rr.trial_ms().begin(), rr.trial_ms().end()), rr.timing_method());
+  n.baseline.set_outside_wall_ms(harness_overhead_per_call(rr, marks));
+  n.baseline.set_peak_gbps(rr.flush_bandwidth_gbps());
+  {
+    std::lock_guard lock(device_memo().mu);
+    device_memo().device[n.task.language()] = device;
+  }
+  const fs::path store = n.cfg.state_dir / "cache" / "baseline" / (baseline_key(n.task, n.tc, n.cfg, device, n.base) + ".pb");
+  std::error_code ec;
+  fs::create_directories(store.parent_path(), ec);
+  write_file_atomic(store, n.baseline.SerializeAsString());
+}
+
+// Reference: expected outputs always; its timing from the cache when this node has it.
+std::optional<Decision> run_reference(NativeRun& n, v1::Result& r, std::string& detail) {
   std::string memo_device;
   {
     std::lock_guard lock(device_memo().mu);
-    memo_device = device_memo().device[task.language()];
+    memo_device = device_memo().device[n.task.language()];
   }
-  const std::string key = max_trials && !memo_device.empty() ? baseline_key(task, tc, cfg, memo_device, base) : "";
-  const fs::path cache_file = key.empty() ? fs::path() : cfg.state_dir / "cache" / "baseline" / (key + ".pb");
-  std::optional<v1::Performance> cached;
-  if (!key.empty() && fs::exists(cache_file)) {
-    v1::Performance p;
-    if (p.ParseFromString(read_file(cache_file))) cached = p;
-  }
-  v1::RunnerRequest ref_req = base;
-  const unsigned audit_span = base.audit_calls().empty() ? 0 : base.audit_calls(base.audit_calls_size() - 1) + 1;
+  const std::optional<v1::Performance> cached = cached_baseline(n, memo_device);
+  v1::RunnerRequest req = n.base;
   if (cached) {  // only as many calls as the audits need
-    ref_req.set_trials(audit_span);
-    ref_req.set_min_trials(audit_span);
+    const unsigned audit_span = req.audit_calls().empty() ? 0 : req.audit_calls(req.audit_calls_size() - 1) + 1;
+    req.set_trials(audit_span);
+    req.set_min_trials(audit_span);
   }
-  std::vector<ClockMark> ref_marks, cand_marks;
-  auto ref_step = run_runner_clocked(cfg, ref.dir, inputs_root, ref_req, budget.run_ms, budget.output_bytes,
-                                     tc.gpu_profile, "clock", ref_marks);
-  if (auto d = decide_run(ref_step, Party::Reference, budget.run_ms)) {
-    detail = tail(ref_step.sandbox.stderr_data, 2000);
-    return fail(*d);
+  std::vector<ClockMark> marks;
+  auto step = run_party(n, n.ref, req, marks);
+  if (auto d = decide_run(step, Party::Reference, n.budget.run_ms)) {
+    detail = tail(step.sandbox.stderr_data, 2000);
+    return d;
   }
-  if (auto d = decide_reference_meaning(task, ref.dir, nsets, expected_inputs)) return fail(*d);
-  const std::string ref_device = device_identity(*ref_step.runner);
-  v1::Performance baseline;  // baseline stats, outside_wall_ms = harness overhead per call, peak_gbps
-  if (cached && ref_device == memo_device) {
-    baseline = *cached;
+  if (auto d = decide_reference_meaning(n.task, n.ref.dir, n.nsets, n.expected_inputs)) return d;
+  const std::string device = device_identity(*step.runner);
+  if (cached && device == memo_device) {
+    n.baseline = *cached;
     r.mutable_performance()->set_baseline_cached(true);
-  } else if (max_trials) {
-    if (cached) {  // the device changed under the memo: time the reference now after all
-      ref_req = base;
-      ref_step = run_runner_clocked(cfg, ref.dir, inputs_root, ref_req, budget.run_ms, budget.output_bytes,
-                                    tc.gpu_profile, "clock", ref_marks);
-      if (auto d = decide_run(ref_step, Party::Reference, budget.run_ms)) return fail(*d);
-    }
-    const auto& rr = *ref_step.runner;
-    *baseline.mutable_baseline() =
-        timing_stats(std::vector<double>(rr.trial_ms().begin(), rr.trial_ms().end()), rr.timing_method());
-    baseline.set_outside_wall_ms(harness_overhead_per_call(rr, ref_marks));
-    baseline.set_peak_gbps(rr.flush_bandwidth_gbps());
-    {
-      std::lock_guard lock(device_memo().mu);
-      device_memo().device[task.language()] = ref_device;
-    }
-    const std::string store_key = baseline_key(task, tc, cfg, ref_device, base);
-    const fs::path store = cfg.state_dir / "cache" / "baseline" / (store_key + ".pb");
-    std::error_code ec;
-    fs::create_directories(store.parent_path(), ec);
-    write_file_atomic(store, baseline.SerializeAsString());
+    return std::nullopt;
+  }
+  if (!n.trials.max_trials) return std::nullopt;
+  if (cached) {  // the device changed under the memo: time the reference now after all
+    marks.clear();
+    step = run_party(n, n.ref, n.base, marks);
+    if (auto d = decide_run(step, Party::Reference, n.budget.run_ms)) return d;
+  }
+  store_baseline(n, *step.runner, marks, device);
+  return std::nullopt;
+}
+
+void record_candidate_run(const StepOutcome& step, v1::Result& r) {
+  r.mutable_resources()->set_cpu_seconds(step.sandbox.cpu_seconds);
+  r.mutable_resources()->set_wall_seconds(step.sandbox.wall_seconds);
+  r.mutable_resources()->set_peak_host_memory_bytes(step.sandbox.peak_rss_bytes);
+  if (step.runner) {
+    r.mutable_system()->set_device_name(step.runner->device_name());
+    r.mutable_system()->set_runtime_version(step.runner->platform_version());
+    r.mutable_system()->set_driver_version(step.runner->driver_version());
+  }
+}
+
+// Every set's outputs against the reference's (the job's tolerance, if it sets one); the timing
+// pool's sets are listed only when they fail: the declared sets are the contract.
+void compare_outputs(const NativeRun& n, const Tolerance* tol, v1::Result& r) {
+  for (unsigned k = 0; k < n.total_sets(); ++k) {
+    v1::CorrectnessSet cs = compare_set(n.task, n.sets[k].name, n.ref.dir / fmt::format("out{}", k),
+                                        n.cand.dir / fmt::format("out{}", k), tol);
+    if (k < n.nsets || !cs.passed()) *r.add_correctness() = std::move(cs);
+  }
+}
+
+void record_performance(const NativeRun& n, const v1::RunnerReport& cr, v1::Result& r) {
+  if (!n.trials.max_trials) return;
+  auto* perf = r.mutable_performance();
+  *perf->mutable_candidate() =
+      timing_stats(std::vector<double>(cr.trial_ms().begin(), cr.trial_ms().end()), cr.timing_method());
+  *perf->mutable_baseline() = n.baseline.baseline();
+  if (perf->candidate().median_ms() > 0) perf->set_speedup(perf->baseline().median_ms() / perf->candidate().median_ms());
+  perf->set_stop_reason(cr.stop_reason());
+  perf->set_median_rel_ci(median_rel_ci_of(cr));
+}
+
+EngineFacts facts_of(const NativeRun& n, const v1::RunnerReport& report, const std::vector<ClockMark>& marks,
+                     const Tolerance* tol) {
+  EngineFacts facts;
+  facts.task = &n.task;
+  facts.sets = &n.sets;
+  facts.expected_inputs = &n.expected_inputs;
+  facts.ref_dir = n.ref.dir;
+  facts.cand_dir = n.cand.dir;
+  facts.report = &report;
+  facts.marks = &marks;
+  facts.baseline = &n.baseline;
+  facts.audit_calls.assign(n.base.audit_calls().begin(), n.base.audit_calls().end());
+  facts.override_tol = tol;
+  facts.timed = n.trials.max_trials > 0;
+  return facts;
+}
+
+// One run of the candidate: its run, its outputs compared, then integrity (everything decided from
+// facts outside the candidate's reach or cross-checked). nullopt: a clean run; else the failure
+// (a Decision that ends the job) or the finding.
+using CandidateEnd = std::variant<std::monostate, Decision, Finding>;
+CandidateEnd run_candidate(NativeRun& n, StageClock& clock, v1::Result& r, std::string& detail) {
+  std::vector<ClockMark> marks;
+  auto step = run_party(n, n.cand, n.base, marks);
+  record_candidate_run(step, r);
+  if (auto d = decide_run(step, Party::Candidate, n.budget.run_ms)) {
+    detail = tail(step.sandbox.stderr_data, 2000);
+    return *d;
+  }
+  clock.start(v1::STAGE_COMPARE);
+  std::optional<Tolerance> job_tol;
+  if (n.job.options().has_tolerance())
+    job_tol = Tolerance{n.job.options().tolerance().atol(), n.job.options().tolerance().rtol()};
+  const Tolerance* tol = job_tol ? &*job_tol : nullptr;
+  compare_outputs(n, tol, r);
+  if (auto wrong = correctness_finding(r.correctness())) return *wrong;
+  clock.start(v1::STAGE_TIMING);
+  record_performance(n, *step.runner, r);
+  if (auto found = check_integrity(facts_of(n, *step.runner, marks, tol), r)) return *found;
+  return std::monostate{};
+}
+
+}  // namespace
+
+// Stages: build both parties; the device taken; the oracle's sets; the reference (expected
+// outputs, baseline); the candidate (run, compare, integrity), run twice when only the daemon's
+// clock disagrees; the verdict from what was found.
+void judge_native(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
+  NativeRun n(job, ctx);
+  StageClock clock(r);
+  auto fail = [&](const Decision& d) { record_verdict(r, d); };
+  auto conclude = [&](const Findings& found) { record_verdict(r, final_verdict(found, judge_mode(job))); };
+
+  clock.start(v1::STAGE_BUILD);
+  if (auto d = build(n.cand, job, n.tc, n.ws, ctx, n.budget, r.mutable_compile())) return fail(*d);
+  if (auto d = build(n.ref, job, n.tc, n.ws, ctx, n.budget, nullptr)) return fail(*d);
+
+  // From here to the verdict the device is this job's alone (design §3); other slots' builds go on.
+  std::optional<GpuLock> device_lock;
+  if (!n.tc.gpu_profile.empty()) {
+    device_lock.emplace(gpu_lock_file(n.cfg));
+    (*r.mutable_phase_seconds())["gpu_lock_wait"] = device_lock->seconds_waited();
+    if (auto d = decide_gpu_still_healthy()) return fail(*d);  // a canary holds the lock while it checks
   }
 
-  // Candidate: secret audit positions, the daemon's clock on its timed loop. When only the daemon's
-  // clock disagrees, a second run confirms it before the verdict is SUSPICIOUS: a loaded host
-  // (scheduler wake-ups around a CPU device's kernels) stretches one loop, a cheat stretches every one.
+  clock.start(v1::STAGE_ORACLE);
+  write_sets(n);
+  make_request(n);
+  if (auto d = run_reference(n, r, detail)) return fail(*d);
+
+  // When only the daemon's clock disagrees, a second run confirms it before the verdict is
+  // SUSPICIOUS: a loaded host (scheduler wake-ups around a CPU device's kernels) stretches one
+  // loop, a cheat stretches every one.
   clock.start(v1::STAGE_CANDIDATE);
   const v1::Result before_candidate = r;
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) {
       r = before_candidate;
-      cand_marks.clear();
       clock.start(v1::STAGE_CANDIDATE);
     }
-    const v1::RunnerRequest& cand_req = base;
-    auto cand_step = run_runner_clocked(cfg, cand.dir, inputs_root, cand_req, budget.run_ms, budget.output_bytes,
-                                        tc.gpu_profile, "clock", cand_marks);
-    r.mutable_resources()->set_cpu_seconds(cand_step.sandbox.cpu_seconds);
-    r.mutable_resources()->set_wall_seconds(cand_step.sandbox.wall_seconds);
-    r.mutable_resources()->set_peak_host_memory_bytes(cand_step.sandbox.peak_rss_bytes);
-    if (cand_step.runner) {
-      r.mutable_system()->set_device_name(cand_step.runner->device_name());
-      r.mutable_system()->set_runtime_version(cand_step.runner->platform_version());
-      r.mutable_system()->set_driver_version(cand_step.runner->driver_version());
-    }
-    if (auto d = decide_run(cand_step, Party::Candidate, budget.run_ms)) {
-      detail = tail(cand_step.sandbox.stderr_data, 2000);
-      return fail(*d);
-    }
-
-    clock.start(v1::STAGE_COMPARE);
-    const Tolerance* override_tol = nullptr;
-    Tolerance job_tol{};
-    if (job.options().has_tolerance()) {
-      job_tol = {job.options().tolerance().atol(), job.options().tolerance().rtol()};
-      override_tol = &job_tol;
-    }
-    for (unsigned k = 0; k < total_sets; ++k) {
-      v1::CorrectnessSet cs = compare_set(task, sets[k].name, ref.dir / fmt::format("out{}", k),
-                                          cand.dir / fmt::format("out{}", k), override_tol);
-      // the timing pool's sets are listed only when they fail: the declared sets are the contract
-      if (k < nsets || !cs.passed()) *r.add_correctness() = std::move(cs);
-    }
-    if (auto wrong = correctness_finding(r.correctness())) return conclude({*wrong});
-
-    // Integrity: everything decided from facts outside the candidate's reach or cross-checked.
-    clock.start(v1::STAGE_TIMING);
-    EngineFacts facts;
-    facts.task = &task;
-    facts.sets = &sets;
-    facts.expected_inputs = &expected_inputs;
-    facts.ref_dir = ref.dir;
-    facts.cand_dir = cand.dir;
-    facts.report = &*cand_step.runner;
-    facts.marks = &cand_marks;
-    facts.baseline = &baseline;
-    facts.audit_calls.assign(cand_req.audit_calls().begin(), cand_req.audit_calls().end());
-    facts.override_tol = override_tol;
-    facts.timed = max_trials > 0;
-    auto* perf = r.mutable_performance();
-    if (max_trials) {
-      const auto& cr = *cand_step.runner;
-      *perf->mutable_candidate() =
-          timing_stats(std::vector<double>(cr.trial_ms().begin(), cr.trial_ms().end()), cr.timing_method());
-      *perf->mutable_baseline() = baseline.baseline();
-      if (perf->candidate().median_ms() > 0)
-        perf->set_speedup(perf->baseline().median_ms() / perf->candidate().median_ms());
-      perf->set_stop_reason(cr.stop_reason());
-      perf->set_median_rel_ci(median_rel_ci_of(cr));
-    }
-    if (auto found = check_integrity(facts, r)) {
-      if (attempt == 0 && needs_confirming_run(*found, r)) continue;
+    const CandidateEnd end = run_candidate(n, clock, r, detail);
+    if (const auto* d = std::get_if<Decision>(&end)) return fail(*d);
+    if (const auto* found = std::get_if<Finding>(&end)) {
+      if (found->kind != FindingKind::Correctness && attempt == 0 && needs_confirming_run(*found, r)) continue;
       return conclude({*found});
     }
     if (attempt > 0) r.mutable_legality()->add_flags("outside_clock_rerun_agreed");
