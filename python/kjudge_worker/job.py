@@ -16,7 +16,7 @@ from kjudge_protocol import input_contract as contract
 
 from . import compare, roofline
 from .gpu_lock import GpuLock
-from .meaning import Meaning
+from .meaning import Meaning, fingerprint
 from .problems import finite, nbytes
 
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
@@ -72,6 +72,7 @@ class Job:
         self.request, self.problem, self.cache, self.device = request, problem, cache, device
         self.lock_path, self.heavy, self.peaks = lock_path, heavy, peaks
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
+        self.handed = {}           # per set: the fingerprint of the inputs the candidate was given
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
                         "judge_seconds": 0.0,
                         "protocol_errors": [], "transport_errors": [], "worker_faults": []}
@@ -373,6 +374,7 @@ class Job:
         if k in shared:
             self.check_and_free(k, shared)
         values, _ = self.set_values(entry)
+        self.same_as_handed(k, values)
         descs, fds, holders, copies = [], [], [], []
         try:
             with GpuLock(self.lock_path, shared=True):
@@ -392,6 +394,18 @@ class Job:
                 os.close(fd)
         plain = [(False, v) if not isinstance(v, torch.Tensor) else (True, None) for v in values]
         shared[k] = (copies, holders, bool(msg.get("writable")), plain)
+
+    def same_as_handed(self, k, values):
+        """A set made again (evicted from the cache, or too large for it) must be the one the
+        candidate was given: otherwise its expected output belongs to other inputs, and a right
+        answer would be called wrong. That is the judge's fault (a draw that is not its seed's),
+        never the candidate's verdict: raised as a worker fault (INFRA_ERROR, retried)."""
+        with GpuLock(self.lock_path, shared=True):
+            now = fingerprint(values)
+        was = self.handed.setdefault(k, now)
+        if now != was:
+            raise RuntimeError(f"set '{self.specs[k]['name']}' was made again with other values than the "
+                               "candidate was given")
 
     def check_and_free(self, k, shared, values=None):
         """After the candidate is done with a set: its shared copies against the pristine set
@@ -435,6 +449,7 @@ class Job:
         actual, holder = transport.open_shared(fds.pop(), desc, self.device, "read")  # it closes the fd
         try:
             values, expected = self.set_values(entry)
+            self.same_as_handed(entry["index"], values)
             if op == "output" and k in shared:  # with the set in hand: a 6 GB set is made once per output
                 self.check_and_free(k, shared, values)
             with GpuLock(self.lock_path, shared=True):

@@ -84,8 +84,11 @@ class DevicePeaks:
     def _matmul_tflops(self, dtype):
         if not dtype.is_floating_point:
             return None
-        a = torch.randn(MATMUL_N, MATMUL_N, device=self.device).to(dtype)
-        b = torch.randn(MATMUL_N, MATMUL_N, device=self.device).to(dtype)
+        # a generator of its own: torch's global one belongs to the sets' seeded draws (other
+        # threads'), and a draw in between would make a set that is not its seed's
+        gen = torch.Generator(device=self.device).manual_seed(0)
+        a = torch.randn(MATMUL_N, MATMUL_N, device=self.device, generator=gen).to(dtype)
+        b = torch.randn(MATMUL_N, MATMUL_N, device=self.device, generator=gen).to(dtype)
         secs = self._best_seconds(lambda: torch.mm(a, b))
         del a, b
         return 2 * MATMUL_N ** 3 / secs / 1e12

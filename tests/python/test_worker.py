@@ -26,10 +26,20 @@ TOL = {"atol": 1e-4, "rtol": 1e-4, "scale_aware": True, "nan_equal": True}
 
 @pytest.fixture
 def worker():
+    yield from start_worker(cache_fraction=0.3)
+
+
+@pytest.fixture
+def uncached_worker():
+    """A worker that keeps no set: every request for a set makes it again."""
+    yield from start_worker(cache_fraction=0)
+
+
+def start_worker(cache_fraction):
     root = tempfile.mkdtemp(prefix="kjw.")
     os.makedirs(os.path.join(root, "chan", "j1"))
     os.makedirs(os.path.join(root, "refs"))
-    proc = subprocess.Popen([sys.executable, "-m", "kjudge_worker", root, "cpu", "", "0.3", "30"],
+    proc = subprocess.Popen([sys.executable, "-m", "kjudge_worker", root, "cpu", "", str(cache_fraction), "30"],
                             env={**os.environ, "PYTHONPATH": str(ROOT / "python")}, stderr=subprocess.PIPE)
     sock = os.path.join(root, "control.sock")
     deadline = time.monotonic() + 60
@@ -119,6 +129,46 @@ def test_an_output_replayed_from_an_earlier_set_is_flagged(worker):
     assert res["sets"]["1"]["passed"] is False
     assert res["flags"] == ["output_of_earlier_set:declared-2:declared"]
     assert res["protocol_errors"] == []
+
+
+UNSEEDED_RELU = """import random
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.tensor([random.uniform(-1, 1) for _ in range(256)])]  # not torch's generator: not the seed's
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_set_made_again_with_other_values_is_the_judges_fault_not_a_wrong_answer(uncached_worker, tmp_path):
+    ref = tmp_path / "unseeded.py"
+    ref.write_text(UNSEEDED_RELU)
+    assert prepare(uncached_worker, ref=ref, sets=[{"name": "declared", "seed": 11}])["ok"]
+    chan = Channel(os.path.join(uncached_worker, "chan/j1/sock"), torch.device("cpu"))
+    x = chan.inputs(0)[0]
+    with pytest.raises(ChannelError, match="failed serving"):
+        chan.send_output("output", 0, torch.relu(x), {"dtype": "float32", "shape": list(x.shape)})
+    chan.close()
+    res = ask(uncached_worker, {"op": "results", "job_id": "j1"})
+    assert "0" not in res["sets"]  # no comparison against another set's expected output
+    assert any("made again with other values" in f for f in res["worker_faults"]), res["worker_faults"]
+
+
+def test_a_set_made_again_from_its_seed_is_the_same_set(uncached_worker):
+    assert prepare(uncached_worker)["ok"]
+    chan = Channel(os.path.join(uncached_worker, "chan/j1/sock"), torch.device("cpu"))
+    x = chan.inputs(0)[0]
+    chan.send_output("output", 0, torch.relu(x), {"dtype": "float32", "shape": list(x.shape)})
+    chan.close()
+    res = ask(uncached_worker, {"op": "results", "job_id": "j1"})
+    assert res["sets"]["0"]["passed"] is True and res["worker_faults"] == []
 
 
 def test_host_inputs_are_sealed_a_candidates_writes_stay_its_own(worker):
@@ -292,3 +342,22 @@ def test_a_gpu_that_cannot_give_the_worker_a_context_is_the_devices_fault(tmp_pa
         reply = json.loads(a.makefile().readline())
     assert reply["fault"] == "device", reply
     assert reply["error"] == "the trusted worker could not set up its GPU: CUDA error: out of memory"
+
+
+RANDOM_DRAWS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
+                "bernoulli", "multinomial", "poisson", "normal_", "uniform_", "random_", "exponential_",
+                "bernoulli_", "cauchy_", "geometric_", "log_normal_"}
+
+
+def test_the_trusted_side_draws_random_numbers_only_from_generators_of_its_own():
+    """torch's global generators belong to the seeded draws of sets and weights (inputs.seeded):
+    a draw elsewhere in the worker, in another thread, moves them between a seed and its draw."""
+    import ast
+    found = []
+    for pkg in ("kjudge_worker", "kjudge_protocol"):
+        for path in sorted((ROOT / "python" / pkg).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in RANDOM_DRAWS and not any(k.arg == "generator" for k in node.keywords)):
+                    found.append(f"{path.name}:{node.lineno} {node.func.attr}")
+    assert found == []
