@@ -38,12 +38,18 @@ class Meaning:
         self.inputs.add(fingerprint(values))
         self.outputs.add(fingerprint([out]))
 
+    def nonfinite(self):
+        return bool(self.sets) and self.all_nonfinite
+
+    def constant(self):
+        return self.sets > 1 and len(self.inputs) > 1 and len(self.outputs) == 1
+
     def problem(self):
         """The reason the reference is meaningless, or ''."""
-        if self.sets and self.all_nonfinite:
+        if self.nonfinite():
             return ("the reference's output has NaN/Inf values on every input set: a candidate has nothing to be "
                     "compared against (check get_inputs' value range and the model's weights)")
-        if self.sets > 1 and len(self.inputs) > 1 and len(self.outputs) == 1:
+        if self.constant():
             return ("the reference's output is the same on every input set although the inputs differ: it does not "
                     "depend on its inputs (weights initialised to zero?), so any constant would pass")
         return ""

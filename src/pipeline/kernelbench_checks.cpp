@@ -198,6 +198,8 @@ std::optional<Finding> check_after_compare(const KernelBenchFacts& f, v1::Result
     const std::string s = flag.get<std::string>();
     if (s.rfind("inputs_mutated:", 0) == 0) mutated.push_back(s.substr(15));
     mutated_timing |= s == "inputs_mutated_during_timing";
+    // compat: KernelBench's draws give one output whatever the inputs; judged as KernelBench does, said
+    if (s == "reference_constant") add_flag(r, "reference_output_constant_on_kernelbench_inputs");
   }
   if (!mutated.empty() || mutated_timing) {
     r.mutable_legality()->set_inputs_mutated(true);

@@ -1,6 +1,8 @@
 """Fidelity end to end on the CPU backend (kjudge eval, real sandboxes and builds): honest kernels
 that rely on their problem's input contract are OK, a wrong output that is trivially explained is
-INCORRECT (never a replay), and a reference with nothing to judge against is INVALID_JOB."""
+INCORRECT (never a replay), and a reference with nothing to judge against is INVALID_JOB (in
+compat mode, a reference whose output KernelBench's own draws never move is judged as KernelBench
+judges it, and said)."""
 import json
 import os
 import subprocess
@@ -61,3 +63,13 @@ def test_a_meaningless_reference_is_the_jobs_fault(workspace, reference, words):
     r = judge(workspace, CASES / reference, CASES / "zeros_candidate.py")
     assert r["status"] == "INVALID_JOB", (r.get("message"), r.get("feedback"))
     assert words in r["message"]
+
+
+def test_compat_judges_a_reference_constant_on_kernelbench_draws_as_kernelbench_does_and_says_so(workspace):
+    zeros, ref = CASES / "zeros_candidate.py", CASES / "shifted_relu_reference.py"
+    compat = judge(workspace, ref, zeros, "--compat")
+    assert compat["status"] == "OK", (compat.get("message"), compat.get("feedback"))
+    assert "reference_output_constant_on_kernelbench_inputs" in compat["legality"]["flags"]
+    strict = judge(workspace, ref, zeros)  # strict's x8 variant reaches the shift: zeros are wrong there
+    assert strict["status"] == "INCORRECT", (strict.get("message"), strict.get("feedback"))
+    assert "'large'" in strict["message"]
