@@ -61,6 +61,21 @@ def median_rel_ci(xs):
     return (s[hi] - s[lo]) / 2 / med if med > 0 else math.inf
 
 
+DRIFT_TARGETS = 3  # a loop whose first and last thirds differ by more than 3x the CI target goes on
+
+
+def drift(xs):
+    """Relative difference of the medians of the loop's first and last thirds: a device that
+    changed state during the loop (a clock still rising) gives a tight CI over a mix of two
+    states, so the loop is not done until the two ends agree."""
+    k = len(xs) // 3
+    if k < 3:
+        return 0.0
+    first, last = sorted(xs[:k])[k // 2], sorted(xs[-k:])[k // 2]
+    mid = sorted(xs)[len(xs) // 2]
+    return abs(first - last) / mid if mid > 0 else 0.0
+
+
 class DeviceTimer:
     def __init__(self, device, l2_flush):
         self.device = device
@@ -143,7 +158,8 @@ def strict_loop(fn, pool, cfg, device, on_audit=None, clock_path=None):
         wall_ms.append(wall)
         trial_set.append(k)
         n = i + 1
-        if n >= min_trials and n >= 5 and target > 0 and median_rel_ci(trial_ms) <= target:
+        if n >= min_trials and n >= 5 and target > 0 and median_rel_ci(trial_ms) <= target \
+                and drift(trial_ms) <= DRIFT_TARGETS * target:
             stop = "ci"
             break
         if budget_ms > 0 and n >= min_trials and (_perf_ns() - t0) / 1e6 > budget_ms:

@@ -18,6 +18,7 @@ from . import compare, roofline
 from .gpu_lock import GpuLock
 from .meaning import Meaning, fingerprint
 from .problems import finite, nbytes
+from .sm_clock import SmClock
 
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
 POOL_MEMORY_SHARE = 0.1   # the timing pool's inputs, as a share of device memory (at least one set)
@@ -67,14 +68,15 @@ class JobError(Exception):
 
 
 class Job:
-    def __init__(self, request, problem, cache, device, lock_path, heavy, peaks=None):
+    def __init__(self, request, problem, cache, device, lock_path, heavy, peaks=None, sm_clock=None):
         self.id = request["job_id"]
         self.request, self.problem, self.cache, self.device = request, problem, cache, device
         self.lock_path, self.heavy, self.peaks = lock_path, heavy, peaks
+        self.sm_clock = sm_clock or SmClock(torch.device("cpu"))  # no readings
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
         self.handed = {}           # per set: the fingerprint of the inputs the candidate was given
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
-                        "judge_seconds": 0.0,
+                        "judge_seconds": 0.0, "settle_seconds": 0.0,
                         "protocol_errors": [], "transport_errors": [], "worker_faults": []}
         self.done = threading.Event()
         self.listener = None
@@ -198,6 +200,8 @@ class Job:
         cfg["audit_calls"] = []
         report = {}
         with GpuLock(self.lock_path), torch.no_grad(), numerics.scoped(self.problem.compat):
+            self.sm_clock.settle()
+            start = self.sm_clock.mhz()
             if self.problem.compat:
                 report["baseline"] = timing.kernelbench_loop(self.problem.model, pool[0], self.device)
             else:
@@ -206,6 +210,7 @@ class Job:
                 compiled = compiled_model(self.problem.model, self.device)
                 if compiled is not None:
                     report["compiled_baseline"] = timing.strict_loop(compiled, pool, cfg, self.device)
+            report["baseline"]["sm_clock_mhz"] = [start, self.sm_clock.mhz()]
         return report
 
     def adjacent_pool(self, shared):
@@ -224,11 +229,13 @@ class Job:
         try:
             cfg = dict(self.timing_cfg, audit_calls=[])
             with torch.no_grad(), self.problem.lock, numerics.scoped(self.problem.compat):
+                start = self.sm_clock.mhz()
                 if self.problem.compat:
                     loop = timing.kernelbench_loop(self.problem.model, pool[0], self.device)
                 else:
                     loop = timing.strict_loop(self.problem.model, pool, cfg, self.device,
                                               clock_path=self.request.get("clock_path"))
+                loop["sm_clock_mhz"] = [start, self.sm_clock.mhz()]
             self.results["adjacent_baseline"] = loop
         except torch.cuda.OutOfMemoryError as exc:  # the judge's own memory: the cached baseline serves
             self.results["adjacent_baseline_error"] = f"device out of memory: {str(exc)[:200]}"
@@ -303,9 +310,12 @@ class Job:
                                 adjacent_pool = self.adjacent_pool(shared)
                             self.results["lock_wait_seconds"] += held.acquire()
                             held_since = time.monotonic()
+                            if held is lock:  # the candidate times on a device at its working clock
+                                self.settle_for_candidate()
                             wire.send(conn, {"ok": True})
                         elif op == "unlock":
                             if held is lock:  # the timed loop's exclusive hold
+                                self.results["candidate_sm_clock_mhz"].append(self.sm_clock.mhz())
                                 self.time_adjacent_baseline(adjacent_pool)
                                 adjacent_pool = None
                                 self.results["lock_seconds"] += time.monotonic() - held_since
@@ -357,6 +367,13 @@ class Job:
                     self.note_out_of_memory("input check", exc)
             transport.release_cached(self.device)  # what a failed check held, with its exception gone
             self.done.set()
+
+    def settle_for_candidate(self):
+        """Under the exclusive lock, before the candidate's loop: the device busied until its SM
+        clock stops rising (sm_clock.py); the clock it starts at is kept for the result."""
+        mhz, ms = self.sm_clock.settle()
+        self.results["settle_seconds"] += ms / 1e3
+        self.results["candidate_sm_clock_mhz"] = [mhz]
 
     def note_out_of_memory(self, op, exc):
         """The worker's own device memory ran out: its fault. The caller gives torch's cached

@@ -14,6 +14,7 @@ import torch
 from kjudge_protocol import node_identity, numerics, transport, wire
 
 from . import problems, roofline
+from .sm_clock import SmClock
 from .job import Heavy, Job, JobError
 
 
@@ -38,6 +39,7 @@ class Worker:
         self.cache = problems.Cache(int(total * cache_fraction))
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
+        self.sm_clock = SmClock(self.device)
         self.jobs = {}
         self.jobs_lock = threading.Lock()
         self.idle_seconds = idle_seconds
@@ -95,7 +97,7 @@ class Worker:
         phases["reference_init"] = time.perf_counter() - t0
         job = Job(req, problem, self.cache, self.device, self.lock_path,
                   Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device, self.cache),
-                  self.peaks)
+                  self.peaks, self.sm_clock)
         with self.heavy:
             try:
                 report = job.prepare()

@@ -1,0 +1,82 @@
+"""The strict timed loop's stopping rule and the device settling before a candidate's loop, on the
+CPU with programmed clocks (python/kjudge_protocol/timing.py, python/kjudge_worker/sm_clock.py)."""
+import torch
+
+from kjudge_protocol import timing
+from kjudge_worker import sm_clock
+
+
+class FakeClock:
+    """perf_counter_ns for the loop: a call takes the time the test programmed for it."""
+
+    def __init__(self):
+        self.ns = 0
+
+    def __call__(self):
+        return self.ns
+
+
+def run_loop(monkeypatch, durations_ms, **cfg):
+    clock = FakeClock()
+    monkeypatch.setattr(timing, "_perf_ns", clock)
+    calls = iter(durations_ms)
+
+    def fn(x):
+        clock.ns += int(next(calls) * 1e6)
+        return x
+
+    cfg = {"warmup": 0, "min_trials": 10, "max_trials": len(durations_ms), "target_rel_ci": 0.01, **cfg}
+    return timing.strict_loop(fn, [[torch.zeros(4)]], cfg, torch.device("cpu"))
+
+
+def test_drift_compares_the_loops_first_and_last_thirds():
+    assert timing.drift([1.0] * 12) == 0.0
+    assert timing.drift([1.19] * 4 + [1.0] * 8) > 0.15
+    assert timing.drift([1.0] * 8) == 0.0  # too short to have thirds: the CI decides alone
+
+
+def test_a_steady_loop_stops_as_soon_as_its_ci_is_tight(monkeypatch):
+    report = run_loop(monkeypatch, [2.0] * 100)
+    assert report["stop_reason"] == "ci" and len(report["trial_ms"]) == 10
+
+
+def test_a_loop_that_changes_state_midway_goes_on_until_its_ends_agree(monkeypatch):
+    # a device still speeding up: 5 calls 19 % slow, then steady. With the CI alone the loop stopped
+    # at 20 trials with a fifth of them slow; it now goes on until the first third is steady too
+    report = run_loop(monkeypatch, [2.38] * 5 + [2.0] * 95)
+    n = len(report["trial_ms"])
+    assert report["stop_reason"] == "ci" and n >= 30, n
+    assert sorted(report["trial_ms"])[n // 2] == 2.0
+
+
+class RampingClock(sm_clock.SmClock):
+    """An SM clock that rises by 200 MHz per busy step up to `top`."""
+
+    def __init__(self, start, top, max_mhz=1980):
+        super().__init__(torch.device("cpu"))
+        self.lib, self.max_mhz, self.now, self.top, self.steps = object(), max_mhz, start, top, 0
+
+    def mhz(self):
+        return self.now
+
+    def busy(self):
+        self.steps += 1
+        self.now = min(self.top, self.now + 200)
+
+
+def test_settling_keeps_the_device_busy_until_its_clock_is_at_the_maximum():
+    clock = RampingClock(start=1000, top=1980)
+    mhz, _ = clock.settle()
+    assert mhz == 1980 and clock.steps == 5
+
+
+def test_settling_ends_when_the_clock_stops_rising_below_the_maximum(monkeypatch):
+    monkeypatch.setattr(sm_clock, "SETTLE_MIN_MS", 0.0)
+    clock = RampingClock(start=1000, top=1600)  # held lower (a power cap, application clocks)
+    mhz, _ = clock.settle()
+    assert mhz == 1600 and clock.steps == 4  # 1200, 1400, 1600, 1600: flat, done
+
+
+def test_without_nvml_there_is_nothing_to_settle_or_read():
+    clock = sm_clock.SmClock(torch.device("cpu"))
+    assert clock.settle() == (None, 0.0) and clock.mhz() is None
