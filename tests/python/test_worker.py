@@ -361,3 +361,43 @@ def test_the_trusted_side_draws_random_numbers_only_from_generators_of_its_own()
                         and node.func.attr in RANDOM_DRAWS and not any(k.arg == "generator" for k in node.keywords)):
                     found.append(f"{path.name}:{node.lineno} {node.func.attr}")
     assert found == []
+
+
+def test_the_compiled_baseline_compiles_outside_the_exclusive_lock(monkeypatch):
+    """torch.compile's first call (seconds of Dynamo and Inductor) under the shared lock; only the
+    timed loops hold it exclusively (they held every job on the GPU for the compile before)."""
+    import threading
+    import types
+    from kjudge_worker import job as jobmod
+    events = []
+
+    class RecordingLock:
+        def __init__(self, path, shared=False):
+            self.shared = shared
+
+        def __enter__(self):
+            events.append("shared" if self.shared else "exclusive")
+            return self
+
+        def __exit__(self, *exc):
+            events.append("release")
+
+    def fake_compile(model, device):
+        def compiled(*args):
+            events.append("compiled call")
+            return model(*args)
+        return compiled
+
+    monkeypatch.setattr(jobmod, "GpuLock", RecordingLock)
+    monkeypatch.setattr(jobmod, "compiled_model", fake_compile)
+    monkeypatch.setattr(jobmod.torch.cuda, "synchronize", lambda *a: None)
+    problem = types.SimpleNamespace(model=torch.nn.ReLU(), compat=False)
+    job = jobmod.Job({"job_id": "b"}, problem, None, torch.device("cpu"), "",
+                     jobmod.Heavy(threading.RLock(), 0, torch.device("cpu")))
+    job.specs, job.pool = [{"index": 0}], [0]
+    job.timing_cfg = {"warmup": 1, "min_trials": 5, "max_trials": 5}
+    monkeypatch.setattr(job, "set_values", lambda entry: ([torch.randn(64)], None))
+    report = job.timed_baseline(None)
+    assert events[:3] == ["shared", "compiled call", "release"]  # compiled, then
+    assert events[3] == "exclusive" and events[-1] == "release"  # both loops timed in one hold
+    assert len(report["baseline"]["trial_ms"]) == 5 and len(report["compiled_baseline"]["trial_ms"]) == 5
