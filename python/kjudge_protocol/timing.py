@@ -62,6 +62,10 @@ def median_rel_ci(xs):
 
 
 DRIFT_TARGETS = 3  # a loop whose first and last thirds differ by more than 3x the CI target goes on
+# and none stops on its CI before its calls add up to this (Triton's do_bench measures 100 ms): a
+# disturbance of a few tens of ms at the loop's start (a device still speeding up, memory the
+# driver is still clearing after the previous job) is then a minority of the median's trials
+MIN_TIME_MS = 100.0
 
 
 def drift(xs):
@@ -135,6 +139,7 @@ def strict_loop(fn, pool, cfg, device, on_audit=None, clock_path=None):
     min_trials = min(max_trials, max(1, int(cfg.get("min_trials", 10))))
     target = float(cfg.get("target_rel_ci", 0.01))
     budget_ms = float(cfg.get("budget_ms", 0))
+    min_time_ms = float(cfg.get("min_time_ms", MIN_TIME_MS))
     clock = Clock(clock_path)
     trial_ms, wall_ms, trial_set = [], [], []
     kept = {}
@@ -159,7 +164,7 @@ def strict_loop(fn, pool, cfg, device, on_audit=None, clock_path=None):
         trial_set.append(k)
         n = i + 1
         if n >= min_trials and n >= 5 and target > 0 and median_rel_ci(trial_ms) <= target \
-                and drift(trial_ms) <= DRIFT_TARGETS * target:
+                and drift(trial_ms) <= DRIFT_TARGETS * target and sum(trial_ms) >= min_time_ms:
             stop = "ci"
             break
         if budget_ms > 0 and n >= min_trials and (_perf_ns() - t0) / 1e6 > budget_ms:

@@ -35,15 +35,24 @@ def test_drift_compares_the_loops_first_and_last_thirds():
     assert timing.drift([1.0] * 8) == 0.0  # too short to have thirds: the CI decides alone
 
 
-def test_a_steady_loop_stops_as_soon_as_its_ci_is_tight(monkeypatch):
-    report = run_loop(monkeypatch, [2.0] * 100)
+def test_a_steady_loop_stops_as_soon_as_its_ci_is_tight_and_it_has_run_its_minimum_time(monkeypatch):
+    report = run_loop(monkeypatch, [2.0] * 100, min_time_ms=0)
     assert report["stop_reason"] == "ci" and len(report["trial_ms"]) == 10
+    report = run_loop(monkeypatch, [2.0] * 100)  # the default minimum: 100 ms of calls
+    assert report["stop_reason"] == "ci" and len(report["trial_ms"]) == 50
+
+
+def test_a_slow_start_shorter_than_a_third_of_the_minimum_time_leaves_the_median_alone(monkeypatch):
+    # 10 calls (~29 ms) 19 % slow, then steady: the CI alone stopped at 10 trials, all slow
+    report = run_loop(monkeypatch, [2.9] * 10 + [2.44] * 90)
+    n = len(report["trial_ms"])
+    assert sorted(report["trial_ms"])[n // 2] == 2.44, report["trial_ms"]
 
 
 def test_a_loop_that_changes_state_midway_goes_on_until_its_ends_agree(monkeypatch):
     # a device still speeding up: 5 calls 19 % slow, then steady. With the CI alone the loop stopped
     # at 20 trials with a fifth of them slow; it now goes on until the first third is steady too
-    report = run_loop(monkeypatch, [2.38] * 5 + [2.0] * 95)
+    report = run_loop(monkeypatch, [2.38] * 5 + [2.0] * 95, min_time_ms=0)
     n = len(report["trial_ms"])
     assert report["stop_reason"] == "ci" and n >= 30, n
     assert sorted(report["trial_ms"])[n // 2] == 2.0
