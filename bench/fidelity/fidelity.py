@@ -206,6 +206,7 @@ def summarize_result(r):
             "speedup": perf.get("speedup", 0.0), "cand_ms": cand.get("medianMs", 0.0), "cand_min_ms": cand.get("minMs", 0.0),
             "ref_ms": base.get("medianMs", 0.0), "trials": cand.get("trials", 0), "stop_reason": perf.get("stopReason", ""),
             "median_rel_ci": perf.get("medianRelCi", 0.0), "baseline_cached": perf.get("baselineCached", False),
+            "cand_sm_mhz": perf.get("candidateSmClockMhz", 0.0), "ref_sm_mhz": perf.get("baselineSmClockMhz", 0.0),
             "outside_wall_ms": perf.get("outsideWallMs", 0.0), "inprocess_sum_ms": perf.get("inprocessSumMs", 0.0),
             "gpu_lock_held": ph.get("gpu_lock_held", 0.0), "legality_flags": r.get("legality", {}).get("flags", []),
             "worker": r.get("worker", "")}

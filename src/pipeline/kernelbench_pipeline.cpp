@@ -83,6 +83,15 @@ double clean_wall_gap(const json& timing) {
 namespace {
 // The speedup against the reference's loop beside the candidate's when the worker timed one
 // (same lock hold, same input buffers), else against the prepared or cached baseline.
+void set_sm_clocks(v1::Performance& perf, const json& seen, const json& baseline_loop) {
+  const auto first = [](const json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_number() ? (*it)[0].get<double>() : 0.0;
+  };
+  perf.set_candidate_sm_clock_mhz(first(seen, "candidate_sm_clock_mhz"));
+  perf.set_baseline_sm_clock_mhz(first(baseline_loop, "sm_clock_mhz"));
+}
+
 void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, const json& baseline, const json& seen,
                              const std::vector<ClockMark>& marks, const std::vector<ClockMark>& worker_marks,
                              bool compat, const json& roofline) {
@@ -106,6 +115,7 @@ void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, con
     f.harness_overhead_ms = baseline.value("mark_overhead_ms", 0.0);
   f.compat = compat;
   set_speedup(perf, f);
+  set_sm_clocks(perf, seen, *f.baseline);
   perf.set_baseline_adjacent(adjacent);
   if (adjacent) perf.set_baseline_cached(false);
 }
@@ -327,6 +337,7 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
   if (auto f = check_channel(*seen, r)) return conclude({*f});
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
   (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
+  (*r.mutable_phase_seconds())["gpu_settle"] = seen->value("settle_seconds", 0.0);
   // Waiting for the judge (its sets and comparisons, other jobs' timed loops on the GPU lock) is the
   // node's time: a limit that ran out while a quarter of it went to that wait is ours (retried),
   // never the candidate's TIMEOUT.
