@@ -607,7 +607,11 @@ def main():
                                                  "for one of N pipelines on one GPU each")
     ap.add_argument("--job-timeout-s", type=float, default=900)
     ap.add_argument("--warm-timeout-s", type=float, default=1800)
-    ap.add_argument("--resume", nargs="*", default=[], help="results.jsonl files of earlier runs to start from")
+    ap.add_argument("--resume", nargs="*", action="extend", default=[],
+                    help="results.jsonl files of earlier runs to start from (the flag may repeat)")
+    ap.add_argument("--resume-phases", default="",
+                    help="comma-separated phases whose rows are taken from --resume files (default: all), e.g. kb "
+                         "to judge afresh with kjudge but keep KernelBench's evaluations")
     ap.add_argument("--dry-run", action="store_true", help="validate the manifest and problem paths; judge nothing")
     a = ap.parse_args()
     a.modes = [m for m in a.modes.split(",") if m]
@@ -639,7 +643,7 @@ def main():
         if os.path.exists(f) and os.path.abspath(f) != os.path.abspath(state_path):
             with open(state_path, "a") as dst:
                 for line in open(f).read().splitlines():
-                    if line.strip() and line not in have:
+                    if line.strip() and line not in have and resumed_phase(line, a.resume_phases):
                         dst.write(line + "\n")
                         have.add(line)
     state = State(a.out)
@@ -679,6 +683,16 @@ def main():
     if "report" in phases:
         print(write_report(state, entries, a.out, meta))
     return 0
+
+
+def resumed_phase(line, phases):
+    """Whether a row of an earlier run is kept: its phase is among `phases` ("" keeps every row)."""
+    if not phases:
+        return True
+    try:
+        return json.loads(line).get("phase") in phases.split(",")
+    except ValueError:
+        return False
 
 
 if __name__ == "__main__":
