@@ -20,10 +20,10 @@
 #include "common/runtime_dir.h"
 #include "kjqueue/queue.h"
 #include "kjsandbox/policy.h"
-#include "pipeline/harness_step.h"
+#include "pipeline/run/harness_step.h"
 #include "pipeline/judge.h"
-#include "pipeline/validate.h"
-#include "pipeline/workspace.h"
+#include "pipeline/job/validate.h"
+#include "pipeline/run/workspace.h"
 
 namespace {
 
