@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <variant>
 
 #include "common/log.h"
 #include "pipeline/checks/engine_checks.h"
@@ -77,10 +78,6 @@ double clean_wall_gap(const json& timing) {
   return std::max(0.0, gap[gap.size() / 2]);
 }
 
-
-}  // namespace
-
-namespace {
 // The speedup against the reference's loop beside the candidate's when the worker timed one
 // (same lock hold, same input buffers), else against the prepared or cached baseline.
 void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, const json& baseline, const json& seen,
@@ -109,271 +106,352 @@ void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, con
   perf.set_baseline_adjacent(adjacent);
   if (adjacent) perf.set_baseline_cached(false);
 }
-}  // namespace
 
-void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
-  const auto& task = job.kernelbench();
-  const auto& cfg = ctx.config;
-  const JudgeMode mode = judge_mode(job);
-  const bool compat = mode == JudgeMode::Compat;
-  const std::string backend = kernelbench_backend_name(task.backend());
-  const bool gpu = backend != "cpu";
-  const JobLimits limits = job_limits(job, cfg);
-  const std::uint32_t compile_ms = limits.compile_ms, run_ms = limits.run_ms;
-  const std::uint64_t output_bytes = limits.output_bytes;
-  const auto& tcfg = job.options().timing();
-  const TrialPlan trials = trial_plan(job);
-  const unsigned max_trials = trials.max_trials, min_trials = trials.min_trials;
-  const unsigned budget_ms = tcfg.budget_ms() ? tcfg.budget_ms() : std::min(run_ms / 4, 3000u);
-  const std::string device_profile = gpu ? "nvidia-cuda" : "";
-
-  Workspace ws(cfg.state_dir, job.job_id(), sandbox_host_uid(cfg.sandbox.host_uid),
-               sandbox_host_gid(cfg.sandbox.host_gid), cfg.keep_job_dirs);
-  const fs::path build_dir = ws.make_party_dir("build"), cand_dir = ws.make_party_dir("candidate");
-  StageClock clock(r);
-  auto fail = [&](const Decision& d) { record_verdict(r, d); };
-  auto conclude = [&](const Findings& found) { record_verdict(r, final_verdict(found, mode)); };
-  const CandidateSource src = candidate_source(task);
-  ws.write_file(build_dir / src.file_name, src.text);
-  ws.write_file(build_dir / "reference.py", task.reference_py());
+// The job resolved once (backend, mode, limits, trial plan, tolerance, party dirs), and what the
+// stages hand on: the build, the device held, the worker's job and its reports, the candidate's run.
+struct KernelBenchRun {
+  const v1::Job& job;
+  const v1::KernelBenchTask& task;
+  const JudgeContext& ctx;
+  const Config& cfg;
+  JudgeMode mode;
+  bool compat;
+  std::string backend;
+  bool gpu;
+  JobLimits limits;
+  TrialPlan trials;
+  unsigned budget_ms;  // the candidate's timed loop
+  std::string device_profile;
+  Tolerance tol;
+  Workspace ws;
+  fs::path build_dir, cand_dir;
+  StageClock clock;
   json overrides = json::object();
-  for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
 
-  // 1-2. Static policy and build (compile sandbox, no GPU).
-  clock.start(v1::STAGE_BUILD);
-  const KernelBenchBuild built = build_kernelbench(
-      job, cfg, {backend, build_dir, src.completion, overrides, compile_ms, output_bytes, ctx.builds}, r);
-  if (built.failure) {
-    detail = built.detail;
-    return fail(*built.failure);
+  KernelBenchBuild built;
+  std::optional<GpuLock> turn;                       // a one-shot eval's turn on the device
+  std::optional<DeviceBudget::Hold> device_hold;     // the candidate's (or a retry's) device memory
+  double device_wait = 0;
+  GroupSeeds seeds;
+  json timing;                                       // the timed loop's rules, for worker and candidate
+  std::optional<WorkerJob> wjob;                     // destroyed first: the job leaves the worker
+  json orep;                                         // the worker's prepare report (the oracle)
+  json baseline;                                     // the clean process's figures
+  std::vector<ClockMark> marks, worker_marks;        // the daemon's clock on the candidate's and the worker's loops
+  HarnessStep cand;
+  std::optional<json> seen;                          // the worker's results: comparisons, adjacent baseline
+  KernelBenchFacts facts;
+  Findings found;
+
+  KernelBenchRun(const v1::Job& j, const JudgeContext& c, v1::Result& r)
+      : job(j), task(j.kernelbench()), ctx(c), cfg(c.config), mode(judge_mode(j)), compat(mode == JudgeMode::Compat),
+        backend(kernelbench_backend_name(task.backend())), gpu(backend != "cpu"), limits(job_limits(j, cfg)),
+        trials(trial_plan(j)), budget_ms(loop_budget_ms(j, limits)), device_profile(gpu ? "nvidia-cuda" : ""),
+        tol(tolerance_of(j, compat)),
+        ws(cfg.state_dir, j.job_id(), sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid),
+           cfg.keep_job_dirs),
+        build_dir(ws.make_party_dir("build")), cand_dir(ws.make_party_dir("candidate")), clock(r) {
+    for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
   }
-  const std::string& arch = built.arch;
-  const std::vector<kjsandbox::BindMount>& ext_binds = built.binds;
-  ws.write_file(cand_dir / "manifest.json", built.manifest.dump());
 
-  // 3. The tenant's trusted worker: the problem's sets made on its device from secret seeds
-  // (compat: KernelBench's), the expected outputs kept there, the baseline when not cached. The
-  // reference has its own budget: its time never counts against the candidate's limit.
-  clock.start(v1::STAGE_ORACLE);
-  if (backend != "cpu")
-    if (auto d = decide_gpu_still_healthy()) return fail(*d);
+  bool timed() const { return trials.max_trials > 0; }
+  static unsigned loop_budget_ms(const v1::Job& j, const JobLimits& limits) {
+    const auto& tcfg = j.options().timing();
+    return tcfg.budget_ms() ? tcfg.budget_ms() : std::min(limits.run_ms / 4, 3000u);
+  }
+  static Tolerance tolerance_of(const v1::Job& j, bool compat) {
+    const v1::Precision prec = j.kernelbench().precision();
+    Tolerance tol = prec == v1::FP16 || prec == v1::BF16_PRECISION ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-4};
+    if (compat) tol.scale_aware = false, tol.nan_equal = false;  // torch.allclose exactly
+    if (j.options().has_tolerance()) tol = {j.options().tolerance().atol(), j.options().tolerance().rtol()};
+    return tol;
+  }
+};
+
+// How a stage ended the job: a failure (recorded as it is) or findings (final_verdict weighs
+// them); monostate: the job goes on.
+using StageEnd = std::variant<std::monostate, Decision, Findings>;
+
+// 1-2. Static policy and build (compile sandbox, no GPU).
+StageEnd build(KernelBenchRun& k, v1::Result& r, std::string& detail) {
+  const CandidateSource src = candidate_source(k.task);
+  k.ws.write_file(k.build_dir / src.file_name, src.text);
+  k.ws.write_file(k.build_dir / "reference.py", k.task.reference_py());
+  k.clock.start(v1::STAGE_BUILD);
+  k.built = build_kernelbench(k.job, k.cfg,
+                              {k.backend, k.build_dir, src.completion, k.overrides, k.limits.compile_ms,
+                               k.limits.output_bytes, k.ctx.builds},
+                              r);
+  if (k.built.failure) {
+    detail = k.built.detail;
+    return *k.built.failure;
+  }
+  k.ws.write_file(k.cand_dir / "manifest.json", k.built.manifest.dump());
+  return {};
+}
+
+// 3a. The device before the job's first GPU work: still healthy, a one-shot eval's turn, and a
+// retry's device memory to itself.
+StageEnd take_device(KernelBenchRun& k, v1::Result& r) {
+  if (k.backend != "cpu")
+    if (auto d = decide_gpu_still_healthy()) return *d;
   // A one-shot eval judges in turns with the node's other evals (its build ran beside theirs).
-  std::optional<GpuLock> turn;
-  if (ctx.device_turns) {
-    turn.emplace(device_turn_file(cfg, backend));
-    (*r.mutable_phase_seconds())["device_turn_wait"] = turn->seconds_waited();
+  if (k.ctx.device_turns) {
+    k.turn.emplace(device_turn_file(k.cfg, k.backend));
+    (*r.mutable_phase_seconds())["device_turn_wait"] = k.turn->seconds_waited();
   }
   // A retry (its first try met a fault, most often other jobs' sets filling the device) has the
   // device's memory to itself from the worker's sets to the candidate's end.
-  std::optional<DeviceBudget::Hold> device_hold;
-  double device_wait = 0;
-  if (ctx.delivery > 1 && backend != "cpu") device_hold.emplace(device_budget(gpu_index(cfg)).acquire_alone(&device_wait));
-  const GroupSeeds seeds = compat ? GroupSeeds::kernelbench() : group_seeds(job);
+  if (k.ctx.delivery > 1 && k.backend != "cpu")
+    k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire_alone(&k.device_wait));
+  return {};
+}
+
+// The timed loop's rules (secret audit positions and perturbation seed in strict mode) and the
+// correctness sets the worker makes, each from its own secret seed (compat: KernelBench's).
+void plan_sets_and_timing(KernelBenchRun& k, json& sets) {
+  k.seeds = k.compat ? GroupSeeds::kernelbench() : group_seeds(k.job);
+  const unsigned min_trials = k.trials.min_trials, max_trials = k.trials.max_trials;
   std::vector<unsigned> audits;
-  if (!compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
-  json timing = {{"warmup", trials.warmup},
-                 {"min_trials", min_trials},
-                 {"max_trials", max_trials},
-                 {"budget_ms", budget_ms},
-                 {"target_rel_ci", 0.01},
-                 {"l2_flush", true},
-                 {"perturb_seed", seeds.perturb},
-                 {"audit_calls", audits},
-                 {"skip", max_trials == 0}};
-  json sets = json::array();
-  if (!compat) {
-    const unsigned n = job.options().correctness_sets() ? job.options().correctness_sets() : 5;
-    static const char* kinds[] = {"none", "none", "signflip", "scale8", "spike"};
-    static const char* names[] = {"declared", "declared-2", "signed", "large", "spike"};
-    for (unsigned k = 0; k < n; ++k)
-      sets.push_back({{"name", k < 5 ? names[k] : fmt::format("declared-{}", k - 2)},
-                      {"seed", seeds.set(k)},
-                      {"transform", k < 5 ? kinds[k] : "none"}});
-  }
-  const v1::Precision prec = task.precision();
-  Tolerance tol = prec == v1::FP16 || prec == v1::BF16_PRECISION ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-4};
-  if (compat) tol.scale_aware = false, tol.nan_equal = false;  // torch.allclose exactly
-  if (job.options().has_tolerance()) tol = {job.options().tolerance().atol(), job.options().tolerance().rtol()};
-  const KernelBenchBaselineCache baselines(private_dir(kernelbench_cache_root(cfg) / "kb-baseline"), task, compat, timing);
-  WorkerJob wjob(trusted_worker(cfg, job.tenant(), gpu), job.job_id(), task.reference_py(),
-                 sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid));
-  json prep_req = {{"backend", backend},        {"precision", precision_name(task.precision())},
-                   {"mode", compat ? "compat" : "strict"},
-                   {"size_overrides", overrides}, {"weight_seed", seeds.weight},
-                   {"sets", sets},              {"timing", timing},
-                   {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}, {"scale_aware", tol.scale_aware},
-                                  {"nan_equal", tol.nan_equal}}},
-                   {"time_baseline", max_trials > 0},
-                   {"adjacent_baseline", max_trials > 0 && cfg.kernelbench.adjacent_baseline},
-                   // skip the baseline only on the node the cached figures were measured on
-                   {"baseline_unless_identity", baselines.cached() ? baselines.expected_identity() : ""}};
-  std::optional<json> prepared;
-  std::vector<ClockMark> oracle_marks;
-  std::string why;
-  const auto budget = std::chrono::milliseconds(cfg.kernelbench.reference_wall_ms);
-  const auto asked = std::chrono::steady_clock::now();
-  {
-    ClockReader reader(wjob.clock_socket());
-    prepared = wjob.prepare(prep_req, budget, why);
-    oracle_marks = reader.finish();
-  }
+  if (!k.compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
+  k.timing = {{"warmup", k.trials.warmup},
+              {"min_trials", min_trials},
+              {"max_trials", max_trials},
+              {"budget_ms", k.budget_ms},
+              {"target_rel_ci", 0.01},
+              {"l2_flush", true},
+              {"perturb_seed", k.seeds.perturb},
+              {"audit_calls", audits},
+              {"skip", max_trials == 0}};
+  sets = json::array();
+  if (k.compat) return;
+  const unsigned n = k.job.options().correctness_sets() ? k.job.options().correctness_sets() : 5;
+  static const char* kinds[] = {"none", "none", "signflip", "scale8", "spike"};
+  static const char* names[] = {"declared", "declared-2", "signed", "large", "spike"};
+  for (unsigned i = 0; i < n; ++i)
+    sets.push_back({{"name", i < 5 ? names[i] : fmt::format("declared-{}", i - 2)},
+                    {"seed", k.seeds.set(i)},
+                    {"transform", i < 5 ? kinds[i] : "none"}});
+}
+
+json prepare_request(const KernelBenchRun& k, const json& sets, const KernelBenchBaselineCache& baselines) {
+  const Tolerance& tol = k.tol;
+  return {{"backend", k.backend},        {"precision", precision_name(k.task.precision())},
+          {"mode", k.compat ? "compat" : "strict"},
+          {"size_overrides", k.overrides}, {"weight_seed", k.seeds.weight},
+          {"sets", sets},              {"timing", k.timing},
+          {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}, {"scale_aware", tol.scale_aware},
+                         {"nan_equal", tol.nan_equal}}},
+          {"time_baseline", k.timed()},
+          {"adjacent_baseline", k.timed() && k.cfg.kernelbench.adjacent_baseline},
+          // skip the baseline only on the node the cached figures were measured on
+          {"baseline_unless_identity", baselines.cached() ? baselines.expected_identity() : ""}};
+}
+
+// The worker's prepare that did not succeed: whose fault it was.
+Decision prepare_failure(KernelBenchRun& k, const std::optional<json>& prepared, const std::string& why, bool overran,
+                         std::string& detail) {
   if (!prepared) {
     detail = why;
-    if (std::chrono::steady_clock::now() - asked >= budget) {  // it never returned: it holds the worker, which goes
-      wjob.worker().kill();
-      return fail(job_fault(fmt::format("the reference did not finish within its own budget of {} ms",
-                                        cfg.kernelbench.reference_wall_ms)));
+    if (overran) {  // it never returned: it holds the worker, which goes
+      k.wjob->worker().kill();
+      return job_fault(fmt::format("the reference did not finish within its own budget of {} ms",
+                                   k.cfg.kernelbench.reference_wall_ms));
     }
     // The worker went away under it (the tenant's worker serves several jobs, so the cause may
     // be another's): ours to retry, never the candidate's.
-    return fail(node_fault("trusted worker: " + why));
+    return node_fault("trusted worker: " + why);
   }
-  if (!prepared->value("ok", false)) {
-    detail = prepared->value("error", "");
-    if (detail.find("needs a GPU") != std::string::npos) return fail(gpu_could_not_serve("no GPU visible to the trusted worker"));
-    if (prepared->value("fault", "") == "device") return fail(gpu_could_not_serve(last_line(detail)));
-    // the node's memory at that moment, not the job's fault: retried, and no canary (a canary on a
-    // device full of the judge's own sets failed and quarantined a healthy H100)
-    if (prepared->value("fault", "") == "resources")
-      return fail(node_fault("the trusted worker ran out of device memory making the sets: " + last_line(detail)));
-    return fail(job_fault("the reference failed: " + last_line(detail)));
-  }
-  json& orep = *prepared;
-  add_phases(r, "oracle", orep);
-  r.mutable_system()->set_device_name(orep.value("device_name", ""));
-  r.mutable_system()->set_framework_version("torch " + orep.value("torch_version", ""));
-  // The clean process's figures: measured now (and cached), or the cache's for this very node.
-  json baseline;
+  detail = prepared->value("error", "");
+  if (detail.find("needs a GPU") != std::string::npos) return gpu_could_not_serve("no GPU visible to the trusted worker");
+  if (prepared->value("fault", "") == "device") return gpu_could_not_serve(last_line(detail));
+  // the node's memory at that moment, not the job's fault: retried, and no canary (a canary on a
+  // device full of the judge's own sets failed and quarantined a healthy H100)
+  if (prepared->value("fault", "") == "resources")
+    return node_fault("the trusted worker ran out of device memory making the sets: " + last_line(detail));
+  return job_fault("the reference failed: " + last_line(detail));
+}
+
+// The clean process's figures: measured now (and cached), or the cache's for this very node.
+void record_baseline(KernelBenchRun& k, v1::Result& r, const KernelBenchBaselineCache& baselines,
+                     const std::vector<ClockMark>& oracle_marks) {
+  const json& orep = k.orep;
   if (orep.contains("baseline")) {
-    baseline = {{"baseline", orep["baseline"]}, {"wall_gap_ms", clean_wall_gap(orep["baseline"])}};
-    if (orep.contains("compiled_baseline")) baseline["compiled_baseline"] = orep["compiled_baseline"];
+    k.baseline = {{"baseline", orep["baseline"]}, {"wall_gap_ms", clean_wall_gap(orep["baseline"])}};
+    if (orep.contains("compiled_baseline")) k.baseline["compiled_baseline"] = orep["compiled_baseline"];
     if (const auto loops = timed_loops(oracle_marks); !loops.empty())
-      if (const auto o = harness_overhead_ms(orep["baseline"], loops.front())) baseline["mark_overhead_ms"] = *o;
-    baselines.store(orep.value("node_identity", ""), baseline);
+      if (const auto o = harness_overhead_ms(orep["baseline"], loops.front())) k.baseline["mark_overhead_ms"] = *o;
+    baselines.store(orep.value("node_identity", ""), k.baseline);
   } else if (orep.value("baseline_skipped", false) && baselines.cached()) {
-    baseline = *baselines.cached();
+    k.baseline = *baselines.cached();
     r.mutable_performance()->set_baseline_cached(true);
   }
-  record_reference_timings(*r.mutable_performance(), baseline);
+  record_reference_timings(*r.mutable_performance(), k.baseline);
+}
 
-  // 4. Candidate: its builds, its own code, and the job channel to the worker (input sets in,
-  // outputs out, as shared device memory); nothing the worker keeps.
-  clock.start(v1::STAGE_CANDIDATE);
-  timing["audit_calls"] = orep.value("audits", json::array());  // the worker may keep fewer (device memory)
-  json oracle_public = {{"init_inputs", orep["init_inputs"]}, {"pool", orep.value("pool", json::array())},
-                        {"sets", orep["sets"]}};
+// 3b. The tenant's trusted worker: the problem's sets made on its device from secret seeds
+// (compat: KernelBench's), the expected outputs kept there, the baseline when not cached. The
+// reference has its own budget: its time never counts against the candidate's limit.
+StageEnd prepare_oracle(KernelBenchRun& k, v1::Result& r, std::string& detail) {
+  json sets;
+  plan_sets_and_timing(k, sets);
+  const KernelBenchBaselineCache baselines(private_dir(kernelbench_cache_root(k.cfg) / "kb-baseline"), k.task, k.compat,
+                                           k.timing);
+  k.wjob.emplace(trusted_worker(k.cfg, k.job.tenant(), k.gpu), k.job.job_id(), k.task.reference_py(),
+                 sandbox_host_uid(k.cfg.sandbox.host_uid), sandbox_host_gid(k.cfg.sandbox.host_gid));
+  const json prep_req = prepare_request(k, sets, baselines);
+  std::optional<json> prepared;
+  std::vector<ClockMark> oracle_marks;
+  std::string why;
+  const auto budget = std::chrono::milliseconds(k.cfg.kernelbench.reference_wall_ms);
+  const auto asked = std::chrono::steady_clock::now();
+  {
+    ClockReader reader(k.wjob->clock_socket());
+    prepared = k.wjob->prepare(prep_req, budget, why);
+    oracle_marks = reader.finish();
+  }
+  if (!prepared || !prepared->value("ok", false))
+    return prepare_failure(k, prepared, why, !prepared && std::chrono::steady_clock::now() - asked >= budget, detail);
+  k.orep = std::move(*prepared);
+  add_phases(r, "oracle", k.orep);
+  r.mutable_system()->set_device_name(k.orep.value("device_name", ""));
+  r.mutable_system()->set_framework_version("torch " + k.orep.value("torch_version", ""));
+  record_baseline(k, r, baselines, oracle_marks);
+  return {};
+}
+
+// The candidate role's sandbox and request: its builds, the job channel, the public part of the oracle.
+HarnessRun candidate_role(const KernelBenchRun& k) {
+  json oracle_public = {{"init_inputs", k.orep["init_inputs"]}, {"pool", k.orep.value("pool", json::array())},
+                        {"sets", k.orep["sets"]}};
   HarnessRun c;
   c.role = "candidate";
   c.slot = SlotKind::Run;
-  c.job_dir = cand_dir;
-  c.wall_ms = run_ms;
-  c.output_bytes = output_bytes;
-  c.device_profile = device_profile;
+  c.job_dir = k.cand_dir;
+  c.wall_ms = k.limits.run_ms;
+  c.output_bytes = k.limits.output_bytes;
+  c.device_profile = k.device_profile;
   c.file_size_bytes = 1ull << 30;
-  c.binds = ext_binds;
-  c.binds.push_back({(build_dir / "candidate.py").string(), "/candidate.py", false});
-  c.binds.push_back({wjob.channel_dir().string(), "/chan", true});
-  c.request = {{"backend", backend},
-               {"precision", precision_name(task.precision())},
-               {"mode", compat ? "compat" : "strict"},
+  c.binds = k.built.binds;
+  c.binds.push_back({(k.build_dir / "candidate.py").string(), "/candidate.py", false});
+  c.binds.push_back({k.wjob->channel_dir().string(), "/chan", true});
+  c.request = {{"backend", k.backend},
+               {"precision", precision_name(k.task.precision())},
+               {"mode", k.compat ? "compat" : "strict"},
                {"candidate_path", "/candidate.py"},
                {"manifest_path", "/job/manifest.json"},
                {"fallback_ext_dir", "/tmp/ext-run"},
-               {"arch_list", arch},
-               {"weight_seed", seeds.weight},
+               {"arch_list", k.built.arch},
+               {"weight_seed", k.seeds.weight},
                {"oracle", oracle_public},
                {"channel_path", WorkerJob::kChannelInCandidate},
-               {"timing", timing},
+               {"timing", k.timing},
                {"clock_path", "/job/clock"}};
   // The legality trace's kernel recorder (CUPTI callbacks): read-only at a fixed path; without it
   // the harness starts torch.profiler instead.
-  if (backend != "cpu" && fs::is_regular_file(cfg.kernelbench.kernel_trace_lib)) {
-    c.binds.push_back({cfg.kernelbench.kernel_trace_lib.string(), kKernelTraceInSandbox, false});
+  if (k.backend != "cpu" && fs::is_regular_file(k.cfg.kernelbench.kernel_trace_lib)) {
+    c.binds.push_back({k.cfg.kernelbench.kernel_trace_lib.string(), kKernelTraceInSandbox, false});
     c.request["kernel_trace_lib"] = kKernelTraceInSandbox;
   }
+  return c;
+}
+
+// 4a. Candidate: its builds, its own code, and the job channel to the worker (input sets in,
+// outputs out, as shared device memory); nothing the worker keeps.
+void run_candidate(KernelBenchRun& k, v1::Result& r) {
+  k.timing["audit_calls"] = k.orep.value("audits", json::array());  // the worker may keep fewer (device memory)
+  const HarnessRun c = candidate_role(k);
   // Device memory: the candidate's copies of a set, its output and its timing pool, admitted
   // beside the other running candidates (waiting here is the node's time, not the candidate's).
-  if (!device_hold)
-    device_hold.emplace(device_budget(gpu_index(cfg)).acquire(
-        orep.value("candidate_device_bytes", std::uint64_t{0}),
-        static_cast<std::uint64_t>(kCandidateDeviceShare * orep.value("device_total_bytes", 0.0)), &device_wait));
-  (*r.mutable_phase_seconds())["device_memory_wait"] = device_wait;
-  std::vector<ClockMark> marks, worker_marks;
-  HarnessStep cand;
+  if (!k.device_hold)
+    k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(
+        k.orep.value("candidate_device_bytes", std::uint64_t{0}),
+        static_cast<std::uint64_t>(kCandidateDeviceShare * k.orep.value("device_total_bytes", 0.0)), &k.device_wait));
+  (*r.mutable_phase_seconds())["device_memory_wait"] = k.device_wait;
   {
     // The daemon's clock: the sockets the candidate's harness and the worker (the reference's
     // loop beside the candidate's) send their loop marks to.
-    ClockReader reader(cand_dir / "clock");
-    ClockReader worker_clock(wjob.clock_socket());
-    cand = run_harness(cfg, c);
-    marks = reader.finish();
-    worker_marks = worker_clock.finish();
+    ClockReader reader(k.cand_dir / "clock");
+    ClockReader worker_clock(k.wjob->clock_socket());
+    k.cand = run_harness(k.cfg, c);
+    k.marks = reader.finish();
+    k.worker_marks = worker_clock.finish();
   }
-  if (cand.report) add_phases(r, "candidate", *cand.report);
-  r.mutable_resources()->set_cpu_seconds(cand.sandbox.cpu_seconds);
-  r.mutable_resources()->set_wall_seconds(cand.sandbox.wall_seconds);
-  r.mutable_resources()->set_peak_host_memory_bytes(cand.sandbox.peak_rss_bytes);
-  const auto seen = wjob.results(std::chrono::seconds(60), why);
+  if (k.cand.report) add_phases(r, "candidate", *k.cand.report);
+  r.mutable_resources()->set_cpu_seconds(k.cand.sandbox.cpu_seconds);
+  r.mutable_resources()->set_wall_seconds(k.cand.sandbox.wall_seconds);
+  r.mutable_resources()->set_peak_host_memory_bytes(k.cand.sandbox.peak_rss_bytes);
+}
+
+// 4b. How the candidate's run ended: the worker's own faults and the node's waits first (ours,
+// retried), then the channel's tamper check, then the harness's report.
+StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
+  std::string why;
+  k.seen = k.wjob->results(std::chrono::seconds(60), why);
+  const auto& seen = k.seen;
   if (!seen || !seen->value("ok", false)) {
     detail = seen ? seen->value("error", "") : why;
-    return fail(node_fault("trusted worker: " + (seen ? last_line(detail) : why)));
+    return node_fault("trusted worker: " + (seen ? last_line(detail) : why));
   }
   if (const auto faults = seen->value("worker_faults", json::array()); !faults.empty()) {
     detail = faults.dump();  // the worker's own fault: ours, whatever the candidate then did
     const std::string first = "trusted worker: " + faults[0].get<std::string>();
-    if (first.find("out of memory") != std::string::npos) return fail(node_fault(first));  // memory, not the GPU's health
-    return fail(gpu_could_not_serve(first));
+    if (first.find("out of memory") != std::string::npos) return node_fault(first);  // memory, not the GPU's health
+    return gpu_could_not_serve(first);
   }
-  if (auto f = check_channel(*seen, r)) return conclude({*f});
+  if (auto f = check_channel(*seen, r)) return Findings{*f};
   (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
   (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
+  const HarnessStep& cand = k.cand;
   // Waiting for the judge (its sets and comparisons, other jobs' timed loops on the GPU lock) is the
   // node's time: a limit that ran out while a quarter of it went to that wait is ours (retried),
   // never the candidate's TIMEOUT.
   if (const double waited = seen->value("judge_seconds", 0.0);
-      cand.sandbox.outcome == kjsandbox::Outcome::WallTimeout && waited * 1000.0 > 0.25 * run_ms)
-    return fail(node_fault(fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
-                                       "(its sets, other jobs' timed loops on a busy node): judged again",
-                                       waited)));
+      cand.sandbox.outcome == kjsandbox::Outcome::WallTimeout && waited * 1000.0 > 0.25 * k.limits.run_ms)
+    return node_fault(fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
+                                  "(its sets, other jobs' timed loops on a busy node): judged again",
+                                  waited));
   // Device memory: a candidate that ran out of it while it held and asked for no more than it was
   // admitted with found the device filled by other jobs: ours (retried), not its RUNTIME_ERROR.
   // (A retry had the device alone, admitted with 0 bytes: its shortage is its own.)
   if (cand.report && cand.report->contains("device_bytes_needed") &&
-      cand.report->value("device_bytes_needed", std::uint64_t{0}) <= device_hold->bytes())
-    return fail(node_fault(fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
-                                       "(other jobs' memory on a busy node): judged again",
-                                       device_hold->bytes() / double(1ull << 30))));
+      cand.report->value("device_bytes_needed", std::uint64_t{0}) <= k.device_hold->bytes())
+    return node_fault(fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
+                                  "(other jobs' memory on a busy node): judged again",
+                                  k.device_hold->bytes() / double(1ull << 30)));
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
-  if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false, run_ms,
-                                cand.host_fault, has_device_ready_mark(marks))) {
+  if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false,
+                              k.limits.run_ms, cand.host_fault, has_device_ready_mark(k.marks))) {
     // the harness's repair text: the exception and the candidate's own frames, not the traceback
     // through the judge's files (that stays in the report for the operator)
     detail = cand.report ? cand.report->value("feedback", "") : tail(cand.sandbox.stderr_data, 2000);
     if (cand.report && cand.report->contains("error"))
-      log::info("kernelbench.candidate_error", {{"job_id", job.job_id()}, {"error", tail(cand.report->value("error", std::string()), 4000)}});
-    return fail(*d);
+      log::info("kernelbench.candidate_error",
+                {{"job_id", k.job.job_id()}, {"error", tail(cand.report->value("error", std::string()), 4000)}});
+    return *d;
   }
-  const json& crep = *cand.report;
+  return {};
+}
 
-  // 5. The worker's comparisons, made on its device with the job's tolerance.
-  clock.start(v1::STAGE_COMPARE);
-  KernelBenchFacts facts;
-  facts.candidate = &crep;
-  facts.oracle = &orep;
-  facts.worker = &*seen;
-  facts.marks = &marks;
-  facts.tol = tol;
-  facts.timed = max_trials > 0;
-  if (auto f = check_before_compare(facts, r)) return conclude({*f});
-  const json& compared = (*seen)["sets"];
-  for (const auto& s : orep["sets"]) {
+// 5. The worker's comparisons, made on its device with the job's tolerance.
+StageEnd compare_outputs(KernelBenchRun& k, v1::Result& r) {
+  KernelBenchFacts& facts = k.facts;
+  facts.candidate = &*k.cand.report;
+  facts.oracle = &k.orep;
+  facts.worker = &*k.seen;
+  facts.marks = &k.marks;
+  facts.tol = k.tol;
+  facts.timed = k.timed();
+  if (auto f = check_before_compare(facts, r)) return Findings{*f};
+  const json& compared = (*k.seen)["sets"];
+  for (const auto& s : k.orep["sets"]) {
     if (s.contains("skipped") || s.value("timing_only", false)) continue;
-    const std::string k = std::to_string(s["index"].get<int>());
+    const std::string key = std::to_string(s["index"].get<int>());
     v1::CorrectnessSet cs;
     cs.set_name(s["name"].get<std::string>());
     cs.set_variant(s.value("variant", ""));
-    v1::TensorComparison cmp = compared.contains(k) ? comparison_from_json(compared[k]) : v1::TensorComparison();
-    if (!compared.contains(k)) {
+    v1::TensorComparison cmp = compared.contains(key) ? comparison_from_json(compared[key]) : v1::TensorComparison();
+    if (!compared.contains(key)) {
       cmp.set_arg("output");
       cmp.set_problem("no output for this set");
     }
@@ -381,47 +459,84 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     *cs.add_outputs() = cmp;
     *r.add_correctness() = cs;
   }
-  if (auto wrong = correctness_finding(r.correctness())) return conclude({*wrong});
+  if (auto wrong = correctness_finding(r.correctness())) return Findings{*wrong};
+  return {};
+}
 
-  // 6. Integrity (inputs, threads, audited calls, the daemon's clock) before legality: a memoizing
-  // candidate that skips its kernel on a cached call is a memoization cheat first.
-  clock.start(v1::STAGE_TIMING);
-  if (max_trials && baseline.contains("baseline")) {
-    facts.clean_wall_minus_event_ms = baseline.value("wall_gap_ms", 0.0);
-  }
-  Findings found;
-  if (auto f = check_after_compare(facts, r)) found.push_back(*f);
-  if (findings_end_the_job(found, mode)) return conclude(found);
-  // 7. Legality (the traced pass).
-  clock.start(v1::STAGE_LEGALITY);
+// 6. Integrity (inputs, threads, audited calls, the daemon's clock) before legality: a memoizing
+// candidate that skips its kernel on a cached call is a memoization cheat first.
+StageEnd integrity_findings(KernelBenchRun& k, v1::Result& r) {
+  if (k.timed() && k.baseline.contains("baseline")) k.facts.clean_wall_minus_event_ms = k.baseline.value("wall_gap_ms", 0.0);
+  if (auto f = check_after_compare(k.facts, r)) k.found.push_back(*f);
+  if (findings_end_the_job(k.found, k.mode)) return k.found;
+  return {};
+}
+
+LegalityTrace legality_trace(const json& crep) {
   LegalityTrace trace;
-  if (crep.contains("trace")) {
-    const auto& t = crep["trace"];
-    trace.ops = t.value("ops", std::vector<std::string>{});
-    trace.kernels = t.value("kernels", std::vector<std::string>{});
-    trace.ext_calls = t.value("ext_calls", 0);
-    trace.tracer_ok = t.value("tracer_ok", false);
-    trace.tracer_problem = t.value("tracer_problem", "");
-    trace.profiled_kernels = t.value("profiled_kernels", false);
-  } else {
+  if (!crep.contains("trace")) {
     trace.tracer_problem = "the candidate's process reported no trace";
+    return trace;
   }
+  const auto& t = crep["trace"];
+  trace.ops = t.value("ops", std::vector<std::string>{});
+  trace.kernels = t.value("kernels", std::vector<std::string>{});
+  trace.ext_calls = t.value("ext_calls", 0);
+  trace.tracer_ok = t.value("tracer_ok", false);
+  trace.tracer_problem = t.value("tracer_problem", "");
+  trace.profiled_kernels = t.value("profiled_kernels", false);
+  return trace;
+}
+
+// 7. Legality (the traced pass). Compat mode still times an illegal candidate, so KernelBench's
+// own numbers can be reported beside kjudge's verdict; strict mode stops here.
+StageEnd legality_findings(KernelBenchRun& k, v1::Result& r) {
+  const LegalityTrace trace = legality_trace(*k.cand.report);
   const LegalityClass cls = classify_legality(trace);
   auto* leg = r.mutable_legality();
   leg->set_custom_kernels(trace.profiled_kernels ? cls.custom_kernels : static_cast<unsigned>(trace.ext_calls));
   leg->set_library_kernels(cls.library_kernels);
   for (const auto& op : cls.forbidden_ops) leg->add_forbidden_ops(op);
-  // Compat mode still times an illegal candidate, so KernelBench's own numbers can be reported
-  // beside kjudge's verdict; strict mode stops here.
-  if (auto f = decide_legality(trace, cls, /*libraries_allowed=*/false)) found.push_back(*f);
-  if (findings_end_the_job(found, mode)) return conclude(found);
+  if (auto f = decide_legality(trace, cls, /*libraries_allowed=*/false)) k.found.push_back(*f);
+  if (findings_end_the_job(k.found, k.mode)) return k.found;
+  return {};
+}
 
-  if (max_trials && crep.contains("timing"))
-    set_kernelbench_speedup(*r.mutable_performance(), crep["timing"], baseline, *seen, marks, worker_marks, compat,
-                            orep.value("roofline", json()));
+// 8. The speedup, from the candidate's timed loop and the reference's.
+void record_speedup(KernelBenchRun& k, v1::Result& r) {
+  const json& crep = *k.cand.report;
+  if (k.timed() && crep.contains("timing"))
+    set_kernelbench_speedup(*r.mutable_performance(), crep["timing"], k.baseline, *k.seen, k.marks, k.worker_marks,
+                            k.compat, k.orep.value("roofline", json()));
   if (r.performance().speedup_source() == "trusted_clock") add_flag(r, "outside_clock_disagrees");
-  conclude(found);
-  if (found.empty()) clock.start(v1::STAGE_DONE);
+}
+
+}  // namespace
+
+void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
+  KernelBenchRun k(job, ctx, r);
+  // A stage's end goes into the Result: a failure as it is, findings through final_verdict.
+  const auto ended = [&](const StageEnd& end) {
+    if (const auto* d = std::get_if<Decision>(&end)) record_verdict(r, *d);
+    else if (const auto* found = std::get_if<Findings>(&end)) record_verdict(r, final_verdict(*found, k.mode));
+    else return false;
+    return true;
+  };
+  if (ended(build(k, r, detail))) return;
+  k.clock.start(v1::STAGE_ORACLE);
+  if (ended(take_device(k, r)) || ended(prepare_oracle(k, r, detail))) return;
+  k.clock.start(v1::STAGE_CANDIDATE);
+  run_candidate(k, r);
+  if (ended(candidate_end(k, r, detail))) return;
+  k.clock.start(v1::STAGE_COMPARE);
+  if (ended(compare_outputs(k, r))) return;
+  k.clock.start(v1::STAGE_TIMING);
+  if (ended(integrity_findings(k, r))) return;
+  k.clock.start(v1::STAGE_LEGALITY);
+  if (ended(legality_findings(k, r))) return;
+  record_speedup(k, r);
+  ended(k.found);
+  if (k.found.empty()) k.clock.start(v1::STAGE_DONE);
 }
 
 }  // namespace kj
