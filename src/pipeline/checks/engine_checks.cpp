@@ -159,12 +159,13 @@ std::uint64_t bytes_moved(const v1::NativeTask& task) {
   return b;
 }
 
-std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
+namespace {
+
+// 1. Inputs: what the kernel left in IN tensors must be what the daemon wrote.
+std::optional<Finding> check_inputs(const EngineFacts& f, v1::Result& r) {
   const auto& rep = *f.report;
   const auto& task = *f.task;
-
-  // 1. Inputs: what the kernel left in IN tensors must be what the daemon wrote.
-  auto check_inputs = [&](const google::protobuf::RepeatedPtrField<v1::ArgDigest>& got, const char* when)
+  auto modified = [&](const google::protobuf::RepeatedPtrField<v1::ArgDigest>& got, const char* when)
       -> std::optional<std::string> {
     for (const auto& d : got) {
       const auto set = f.expected_inputs->find(d.set());
@@ -178,7 +179,7 @@ std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
   std::size_t expected_digests = 0;
   for (const auto& [set, args] : *f.expected_inputs)
     if (set < f.sets->size()) expected_digests += args.size();
-  if (auto bad = check_inputs(rep.inputs_after_correctness(), "correctness call")) {
+  if (auto bad = modified(rep.inputs_after_correctness(), "correctness call")) {
     r.mutable_legality()->set_inputs_mutated(true);
     add_flag(r, "inputs_mutated");
     return cheat(r, v1::CHEAT_TAMPER, *bad + "; IN tensors are read-only (declare the argument INOUT to write it)");
@@ -197,8 +198,11 @@ std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
                                                     "are read-only (declare the argument INOUT to write it)",
                                                     name));
     }
+  return std::nullopt;
+}
 
-  // 2. Threads the candidate left running after its last call.
+// 2. Threads the candidate left running after its last call.
+std::optional<Finding> check_threads(const v1::RunnerReport& rep, v1::Result& r) {
   const int left = rep.threads_before() > 0 && rep.threads_after() > 0 ? rep.threads_after() - rep.threads_before() : 0;
   r.mutable_legality()->set_threads_left(std::max(left, 0));
   if (left > 0) {
@@ -206,27 +210,32 @@ std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
     return cheat(r, v1::CHEAT_INTERFERENCE,
                  fmt::format("{} thread(s) started by the kernel were still running after its last call", left));
   }
-  for (const auto& fl : rep.flags()) add_flag(r, fl);
-  if (!f.timed) return std::nullopt;
+  return std::nullopt;
+}
 
-  // 3. The timed loop's bookkeeping must be what was asked: rotation through the pool, one digest
-  // per call.
+// 3. The timed loop's bookkeeping must be what was asked: rotation through the pool (`pool`: the
+// sets the loop rotates through), one digest per call.
+std::optional<Finding> check_bookkeeping(const v1::RunnerReport& rep, const std::vector<unsigned>& pool,
+                                         v1::Result& r) {
   const int n = rep.trial_ms_size();
   if (n == 0 || rep.trial_set_size() != n || rep.trial_output_hash_size() != n || rep.trial_wall_ms_size() != n) {
     add_flag(r, "timing_report_inconsistent");
     return suspicious_evidence("the harness's timing report is inconsistent (forged?)");
   }
-  std::vector<unsigned> pool;
-  for (unsigned k = 0; k < f.sets->size(); ++k)
-    if (k == 0 || f.sets->at(k).name.rfind("timing-", 0) == 0) pool.push_back(k);
   for (int i = 0; i < n; ++i)
     if (rep.trial_set(i) != pool[static_cast<std::size_t>(i) % pool.size()]) {
       add_flag(r, "timing_report_inconsistent");
       return suspicious_evidence("the timed calls did not rotate through the input pool as asked");
     }
+  return std::nullopt;
+}
 
-  // 4. Audited calls (every timed call's inputs are perturbed, so each is new): full outputs
-  // re-checked against the reference's outputs for the same call.
+// 4. Audited calls (every timed call's inputs are perturbed, so each is new): full outputs
+// re-checked against the reference's outputs for the same call.
+std::optional<Finding> check_audits(const EngineFacts& f, const std::vector<unsigned>& pool, v1::Result& r) {
+  const auto& rep = *f.report;
+  const auto& task = *f.task;
+  const int n = rep.trial_ms_size();
   std::map<unsigned, std::uint64_t> correctness_digest;  // the candidate's answers on unperturbed sets
   for (unsigned k : pool) correctness_digest[k] = outputs_digest_of_dir(task, f.cand_dir / fmt::format("out{}", k));
   unsigned audits = 0;
@@ -253,19 +262,12 @@ std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
     }
   }
   r.mutable_performance()->set_audits(audits);
+  return std::nullopt;
+}
 
-  // 6. The daemon's clock over the loop against the in-process figures and the clean overhead.
-  const double in_sum = sum(rep.trial_ms());
-  ClockCheck clock{loop_span_ms(rep, *f.marks), in_sum, std::nullopt, kNativeForgedSlack};
-  clock.outside_bound_ms = (in_sum + n * f.baseline->outside_wall_ms()) * 1.5 + 5.0 + 0.05 * n;
-  if (auto d = check_daemon_clock(clock, r)) return d;
-  auto* perf = r.mutable_performance();
-
-  // 7. Device work outside the events (private streams): host wall launch..device-wide sync against
-  // the event time.
-  std::vector<double> ev(rep.trial_ms().begin(), rep.trial_ms().end()),
-      wall(rep.trial_wall_ms().begin(), rep.trial_wall_ms().end());
-  const double med_ev = median(ev), med_wall = median(wall);
+// 7. Device work outside the events (private streams): host wall launch..device-wide sync against
+// the event time (medians per call).
+std::optional<Finding> check_side_streams(const v1::RunnerReport& rep, double med_ev, double med_wall, v1::Result& r) {
   if (rep.timing_method() == "cuda_events" && med_wall > 2.0 * med_ev + 0.05) {
     add_flag(r, "work_outside_events");
     return cheat(r, v1::CHEAT_STREAM,
@@ -273,23 +275,56 @@ std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
                              "stream: work on a private stream or deferred past the timer",
                              med_wall, med_ev));
   }
+  return std::nullopt;
+}
 
-  // 8. Roofline: faster than moving the bytes at the clean process's measured bandwidth is impossible.
+// 8. Roofline: faster than moving the bytes at the clean process's measured bandwidth is impossible.
+std::optional<Finding> check_roofline(const EngineFacts& f, double med_ev, v1::Result& r) {
   const double bw = f.baseline->peak_gbps();
-  if (bw > 0) {
-    const double floor_ms = static_cast<double>(bytes_moved(task)) / (bw * 1.5 * 1e6);
-    perf->set_roofline_floor_ms(floor_ms);
-    perf->set_peak_gbps(bw);
-    if (med_ev > 0) perf->set_achieved_gbps(static_cast<double>(bytes_moved(task)) / (med_ev * 1e6));
-    if (med_ev < floor_ms) {
-      add_flag(r, "below_roofline");
-      return suspicious_evidence(
-          fmt::format("median {:.4f} ms is below the physical floor {:.4f} ms (bytes moved "
-                      "/ 1.5x measured bandwidth)",
-                      med_ev, floor_ms));
-    }
+  if (bw <= 0) return std::nullopt;
+  auto* perf = r.mutable_performance();
+  const double floor_ms = static_cast<double>(bytes_moved(*f.task)) / (bw * 1.5 * 1e6);
+  perf->set_roofline_floor_ms(floor_ms);
+  perf->set_peak_gbps(bw);
+  if (med_ev > 0) perf->set_achieved_gbps(static_cast<double>(bytes_moved(*f.task)) / (med_ev * 1e6));
+  if (med_ev < floor_ms) {
+    add_flag(r, "below_roofline");
+    return suspicious_evidence(
+        fmt::format("median {:.4f} ms is below the physical floor {:.4f} ms (bytes moved "
+                    "/ 1.5x measured bandwidth)",
+                    med_ev, floor_ms));
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Finding> check_integrity(const EngineFacts& f, v1::Result& r) {
+  const auto& rep = *f.report;
+  if (auto found = check_inputs(f, r)) return found;
+  if (auto found = check_threads(rep, r)) return found;
+  for (const auto& fl : rep.flags()) add_flag(r, fl);
+  if (!f.timed) return std::nullopt;
+
+  std::vector<unsigned> pool;  // the sets the timed loop rotates through
+  for (unsigned k = 0; k < f.sets->size(); ++k)
+    if (k == 0 || f.sets->at(k).name.rfind("timing-", 0) == 0) pool.push_back(k);
+  if (auto found = check_bookkeeping(rep, pool, r)) return found;
+  if (auto found = check_audits(f, pool, r)) return found;
+
+  // 6. The daemon's clock over the loop against the in-process figures and the clean overhead.
+  const int n = rep.trial_ms_size();
+  const double in_sum = sum(rep.trial_ms());
+  ClockCheck clock{loop_span_ms(rep, *f.marks), in_sum, std::nullopt, kNativeForgedSlack};
+  clock.outside_bound_ms = (in_sum + n * f.baseline->outside_wall_ms()) * 1.5 + 5.0 + 0.05 * n;
+  if (auto d = check_daemon_clock(clock, r)) return d;
+  r.mutable_performance();  // the Result has its performance message from here on (as before the split)
+
+  std::vector<double> ev(rep.trial_ms().begin(), rep.trial_ms().end()),
+      wall(rep.trial_wall_ms().begin(), rep.trial_wall_ms().end());
+  const double med_ev = median(ev), med_wall = median(wall);
+  if (auto found = check_side_streams(rep, med_ev, med_wall, r)) return found;
+  return check_roofline(f, med_ev, r);
 }
 
 }  // namespace kj
