@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "pipeline/compare.h"
-#include "pipeline/dtype.h"
+#include "pipeline/checks/compare.h"
+#include "pipeline/job/dtype.h"
 
 int main(int argc, char** argv) {
   const std::size_t n = argc > 1 ? std::stoull(argv[1]) : (64u << 20);

@@ -60,7 +60,7 @@ class InvalidJobError(NotScored):
 
 
 def policy_score(verdict: str, speedup=None, fraction_sets_correct=0.0, policy=DEFAULT_POLICY) -> float:
-    """What the daemon's compute_reward gives (src/pipeline/reward.cpp), from the same
+    """What the daemon's compute_reward gives (src/pipeline/verdict/reward.cpp), from the same
     reward_policies.json: default-v1 / default-v2 (an unknown name is the default, as there).
     speedup: reference time / candidate time (None: not timed)."""
     p = POLICIES["policies"].get(policy) or POLICIES["policies"][DEFAULT_POLICY]

@@ -51,11 +51,8 @@ std::string human_bytes(std::uint64_t b) {
   return buf;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Run a command in a kjudge sandbox (user/mount/pid/net/ipc/uts/cgroup namespaces, "
-               "read-only root, limits)."};
+// The command line, as given.
+struct Options {
   std::vector<std::string> binds, binds_rw, tmpfs, env, command;
   std::string cwd = "/";
   std::uint64_t wall_ms = 10000;
@@ -66,85 +63,77 @@ int main(int argc, char** argv) {
   std::uint64_t pids = 0;
   double cpus = 0;
   int gpu = 0;
-  app.add_option("--bind", binds, "Read-only bind SRC[:DST]")->allow_extra_args(false)->take_all();
-  app.add_option("--bind-rw", binds_rw, "Writable bind SRC[:DST]")->allow_extra_args(false)->take_all();
-  app.add_option("--tmpfs", tmpfs, "Extra tmpfs DST[:SIZE] (default size 64m)")->allow_extra_args(false)->take_all();
-  app.add_option("--cwd", cwd, "Working directory inside the sandbox")->capture_default_str();
-  app.add_option("--env", env, "Environment variable K=V (default: PATH=/usr/local/bin:/usr/bin:/bin)")
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--bind", o.binds, "Read-only bind SRC[:DST]")->allow_extra_args(false)->take_all();
+  app.add_option("--bind-rw", o.binds_rw, "Writable bind SRC[:DST]")->allow_extra_args(false)->take_all();
+  app.add_option("--tmpfs", o.tmpfs, "Extra tmpfs DST[:SIZE] (default size 64m)")->allow_extra_args(false)->take_all();
+  app.add_option("--cwd", o.cwd, "Working directory inside the sandbox")->capture_default_str();
+  app.add_option("--env", o.env, "Environment variable K=V (default: PATH=/usr/local/bin:/usr/bin:/bin)")
       ->allow_extra_args(false)->take_all();
-  app.add_option("--wall-ms", wall_ms, "Wall-time limit in milliseconds")->capture_default_str();
-  app.add_option("--output-limit", output_limit, "Byte limit for stdout and stderr each")
+  app.add_option("--wall-ms", o.wall_ms, "Wall-time limit in milliseconds")->capture_default_str();
+  app.add_option("--output-limit", o.output_limit, "Byte limit for stdout and stderr each")
       ->capture_default_str();
-  app.add_flag("--share-net", share_net, "Keep the host's network namespace");
-  app.add_flag("--json", json, "Print the report as JSON");
-  app.add_option("--seccomp", seccomp_mode, "System-call filter: enforce, log or off")
+  app.add_flag("--share-net", o.share_net, "Keep the host's network namespace");
+  app.add_flag("--json", o.json, "Print the report as JSON");
+  app.add_option("--seccomp", o.seccomp_mode, "System-call filter: enforce, log or off")
       ->check(CLI::IsMember({"enforce", "log", "off"}))->capture_default_str();
-  app.add_option("--seccomp-profile", seccomp_profile, "Allow-list (sandbox/policies/NAME.txt)")->capture_default_str();
-  app.add_option("--allow-syscall", allow_syscalls, "Also allow this system call")->allow_extra_args(false)->take_all();
-  app.add_option("--memory", memory, "cgroup memory limit (swap off), e.g. 512m");
-  app.add_option("--pids", pids, "cgroup limit on tasks");
-  app.add_option("--cpus", cpus, "cgroup CPU quota in CPUs");
-  app.add_flag("--no-cgroup", no_cgroup, "Run without a job cgroup");
-  app.add_option("--device-profile", device_profile, "Device passthrough profile (nvidia-cuda, opencl, ...)");
-  app.add_option("--gpu", gpu, "GPU index for the device profile")->capture_default_str();
-  app.add_option("command", command, "Command (absolute path inside the sandbox) and arguments")
+  app.add_option("--seccomp-profile", o.seccomp_profile, "Allow-list (sandbox/policies/NAME.txt)")->capture_default_str();
+  app.add_option("--allow-syscall", o.allow_syscalls, "Also allow this system call")->allow_extra_args(false)->take_all();
+  app.add_option("--memory", o.memory, "cgroup memory limit (swap off), e.g. 512m");
+  app.add_option("--pids", o.pids, "cgroup limit on tasks");
+  app.add_option("--cpus", o.cpus, "cgroup CPU quota in CPUs");
+  app.add_flag("--no-cgroup", o.no_cgroup, "Run without a job cgroup");
+  app.add_option("--device-profile", o.device_profile, "Device passthrough profile (nvidia-cuda, opencl, ...)");
+  app.add_option("--gpu", o.gpu, "GPU index for the device profile")->capture_default_str();
+  app.add_option("command", o.command, "Command (absolute path inside the sandbox) and arguments")
       ->required();
-  CLI11_PARSE(app, argc, argv);
+}
 
+// The policy the options ask for; throws on a malformed option.
+kjsandbox::Policy policy_of(const Options& o) {
   kjsandbox::Policy policy;
-  try {
-    policy.argv = command;
-    policy.binds = kjsandbox::default_system_binds();
-    for (const auto& b : binds) policy.binds.push_back(parse_bind(b, false));
-    for (const auto& b : binds_rw) policy.binds.push_back(parse_bind(b, true));
-    for (const auto& t : tmpfs) {
-      auto colon = t.find(':');
-      kjsandbox::TmpfsMount m;
-      m.target = t.substr(0, colon);
-      if (colon != std::string::npos) m.size_bytes = parse_size(t.substr(colon + 1));
-      policy.tmpfs.push_back(m);
-    }
-    for (const auto& e : env) {
-      auto eq = e.find('=');
-      if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--env wants K=V, got '" + e + "'");
-      policy.env[e.substr(0, eq)] = e.substr(eq + 1);
-    }
-    if (!policy.env.count("PATH")) policy.env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
-    policy.cwd = cwd;
-    policy.wall_limit = std::chrono::milliseconds(wall_ms);
-    policy.output_limit_bytes = parse_size(output_limit);
-    policy.share_network = share_net;
-    policy.seccomp.mode = seccomp_mode == "log"   ? kjsandbox::Seccomp::Mode::Log
-                          : seccomp_mode == "off" ? kjsandbox::Seccomp::Mode::Off
+  policy.argv = o.command;
+  policy.binds = kjsandbox::default_system_binds();
+  for (const auto& b : o.binds) policy.binds.push_back(parse_bind(b, false));
+  for (const auto& b : o.binds_rw) policy.binds.push_back(parse_bind(b, true));
+  for (const auto& t : o.tmpfs) {
+    auto colon = t.find(':');
+    kjsandbox::TmpfsMount m;
+    m.target = t.substr(0, colon);
+    if (colon != std::string::npos) m.size_bytes = parse_size(t.substr(colon + 1));
+    policy.tmpfs.push_back(m);
+  }
+  for (const auto& e : o.env) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--env wants K=V, got '" + e + "'");
+    policy.env[e.substr(0, eq)] = e.substr(eq + 1);
+  }
+  if (!policy.env.count("PATH")) policy.env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  policy.cwd = o.cwd;
+  policy.wall_limit = std::chrono::milliseconds(o.wall_ms);
+  policy.output_limit_bytes = parse_size(o.output_limit);
+  policy.share_network = o.share_net;
+  policy.seccomp.mode = o.seccomp_mode == "log"   ? kjsandbox::Seccomp::Mode::Log
+                        : o.seccomp_mode == "off" ? kjsandbox::Seccomp::Mode::Off
                                                   : kjsandbox::Seccomp::Mode::Enforce;
-    policy.seccomp.profile = seccomp_profile;
-    policy.seccomp.extra_allow = allow_syscalls;
-    policy.cgroup.enabled = !no_cgroup;
-    if (!memory.empty()) policy.cgroup.memory_bytes = parse_size(memory);
-    if (pids) policy.cgroup.pids = pids;
-    if (cpus > 0) policy.cgroup.cpu_quota = cpus;
-    if (!device_profile.empty()) {
-      auto prof = kjsandbox::load_device_profile(device_profile, gpu);
-      for (const auto& n : prof.notes) std::cerr << "kjudge-sandbox: " << n << "\n";
-      kjsandbox::apply_device_profile(prof, policy);
-    }
-  } catch (const std::exception& e) {
-    std::cerr << "kjudge-sandbox: " << e.what() << "\n";
-    return 125;
+  policy.seccomp.profile = o.seccomp_profile;
+  policy.seccomp.extra_allow = o.allow_syscalls;
+  policy.cgroup.enabled = !o.no_cgroup;
+  if (!o.memory.empty()) policy.cgroup.memory_bytes = parse_size(o.memory);
+  if (o.pids) policy.cgroup.pids = o.pids;
+  if (o.cpus > 0) policy.cgroup.cpu_quota = o.cpus;
+  if (!o.device_profile.empty()) {
+    auto prof = kjsandbox::load_device_profile(o.device_profile, o.gpu);
+    for (const auto& n : prof.notes) std::cerr << "kjudge-sandbox: " << n << "\n";
+    kjsandbox::apply_device_profile(prof, policy);
   }
+  return policy;
+}
 
-  kjsandbox::Report r;
-  try {
-    kjsandbox::set_zygote_enabled(false);  // one launch: a helper process would only cost
-    r = kjsandbox::run(policy);
-  } catch (const std::exception& e) {
-    std::cerr << "kjudge-sandbox: " << e.what() << "\n";
-    return 125;
-  }
-  std::fwrite(r.stdout_data.data(), 1, r.stdout_data.size(), stdout);
-  std::fflush(stdout);
-  std::fwrite(r.stderr_data.data(), 1, r.stderr_data.size(), stderr);
-
+// The report on stderr, after the child's own output: one JSON line or one human line.
+void print_report(const kjsandbox::Report& r, bool json) {
   if (json) {
     nlohmann::json j = {
         {"outcome", kjsandbox::to_string(r.outcome)},
@@ -168,22 +157,25 @@ int main(int argc, char** argv) {
         {"seccomp_log", r.seccomp_log},
     };
     std::cerr << j.dump() << "\n";
-  } else {
-    std::cerr << "[kjudge-sandbox] " << kjsandbox::to_string(r.outcome);
-    if (r.outcome == kjsandbox::Outcome::Exited) std::cerr << " code=" << r.exit_code;
-    if (r.outcome == kjsandbox::Outcome::Signaled) std::cerr << " signal=" << r.signal;
-    if (r.outcome == kjsandbox::Outcome::SeccompViolation)
-      std::cerr << " syscall=" << r.seccomp_syscall_name << " (" << r.seccomp_arch << " #" << r.seccomp_syscall << ")";
-    if (r.cgroup_used) std::cerr << " cgroup=" << r.cgroup_version << " memory_peak=" << human_bytes(r.memory_peak_bytes);
-    std::cerr << " wall=" << r.wall_seconds << "s cpu=" << r.cpu_seconds
-              << "s peak_rss=" << human_bytes(r.peak_rss_bytes)
-              << " stdout=" << human_bytes(r.stdout_data.size()) << (r.stdout_truncated ? " (truncated)" : "")
-              << " stderr=" << human_bytes(r.stderr_data.size()) << (r.stderr_truncated ? " (truncated)" : "");
-    if (!r.error.empty()) std::cerr << " error: " << r.error;
-    std::cerr << "\n";
-    for (const auto& name : r.seccomp_log) std::cerr << "[kjudge-sandbox] seccomp-log " << name << "\n";
+    return;
   }
+  std::cerr << "[kjudge-sandbox] " << kjsandbox::to_string(r.outcome);
+  if (r.outcome == kjsandbox::Outcome::Exited) std::cerr << " code=" << r.exit_code;
+  if (r.outcome == kjsandbox::Outcome::Signaled) std::cerr << " signal=" << r.signal;
+  if (r.outcome == kjsandbox::Outcome::SeccompViolation)
+    std::cerr << " syscall=" << r.seccomp_syscall_name << " (" << r.seccomp_arch << " #" << r.seccomp_syscall << ")";
+  if (r.cgroup_used) std::cerr << " cgroup=" << r.cgroup_version << " memory_peak=" << human_bytes(r.memory_peak_bytes);
+  std::cerr << " wall=" << r.wall_seconds << "s cpu=" << r.cpu_seconds
+            << "s peak_rss=" << human_bytes(r.peak_rss_bytes)
+            << " stdout=" << human_bytes(r.stdout_data.size()) << (r.stdout_truncated ? " (truncated)" : "")
+            << " stderr=" << human_bytes(r.stderr_data.size()) << (r.stderr_truncated ? " (truncated)" : "");
+  if (!r.error.empty()) std::cerr << " error: " << r.error;
+  std::cerr << "\n";
+  for (const auto& name : r.seccomp_log) std::cerr << "[kjudge-sandbox] seccomp-log " << name << "\n";
+}
 
+// The exit status (the file's header lists them).
+int exit_status(const kjsandbox::Report& r) {
   switch (r.outcome) {
     case kjsandbox::Outcome::Exited: return r.exit_code;
     case kjsandbox::Outcome::Signaled: return 128 + r.signal;
@@ -195,4 +187,36 @@ int main(int argc, char** argv) {
     case kjsandbox::Outcome::Cancelled: return 130;
   }
   return 125;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Run a command in a kjudge sandbox (user/mount/pid/net/ipc/uts/cgroup namespaces, "
+               "read-only root, limits)."};
+  Options o;
+  add_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+
+  kjsandbox::Policy policy;
+  try {
+    policy = policy_of(o);
+  } catch (const std::exception& e) {
+    std::cerr << "kjudge-sandbox: " << e.what() << "\n";
+    return 125;
+  }
+
+  kjsandbox::Report r;
+  try {
+    kjsandbox::set_zygote_enabled(false);  // one launch: a helper process would only cost
+    r = kjsandbox::run(policy);
+  } catch (const std::exception& e) {
+    std::cerr << "kjudge-sandbox: " << e.what() << "\n";
+    return 125;
+  }
+  std::fwrite(r.stdout_data.data(), 1, r.stdout_data.size(), stdout);
+  std::fflush(stdout);
+  std::fwrite(r.stderr_data.data(), 1, r.stderr_data.size(), stderr);
+  print_report(r, o.json);
+  return exit_status(r);
 }

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "pipeline/sha256.h"
+#include "common/sha256.h"
 
 namespace kj::buildfarm {
 using nlohmann::json;

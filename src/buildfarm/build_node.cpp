@@ -12,9 +12,9 @@
 #include "common/prometheus_text.h"
 #include "common/redis_endpoint.h"
 #include "kjsandbox/policy.h"
-#include "pipeline/kernelbench_prebuild.h"
-#include "pipeline/sandbox_watch.h"
-#include "pipeline/workspace.h"
+#include "pipeline/kernelbench/kernelbench_prebuild.h"
+#include "pipeline/run/sandbox_watch.h"
+#include "pipeline/run/workspace.h"
 
 namespace kj::buildfarm {
 using Clock = std::chrono::steady_clock;

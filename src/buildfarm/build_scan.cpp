@@ -10,8 +10,8 @@
 #include "common/log.h"
 #include "daemon/job_clock.h"
 #include "pipeline/judge.h"
-#include "pipeline/kernelbench_build.h"
-#include "pipeline/validate.h"
+#include "pipeline/kernelbench/kernelbench_build.h"
+#include "pipeline/job/validate.h"
 
 namespace kj::buildfarm {
 namespace v1 = kjudge::v1;

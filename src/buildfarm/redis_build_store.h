@@ -15,7 +15,7 @@
 
 #include "common/config.h"
 #include "kjqueue/queue.h"
-#include "pipeline/build_store.h"
+#include "pipeline/build/build_store.h"
 
 namespace kj::buildfarm {
 

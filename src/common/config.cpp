@@ -152,6 +152,81 @@ void apply_build(const toml::table& b, BuildConfig& c) {
   c.concurrency = static_cast<int>(concurrency);
 }
 
+// [queue]: fetching, retries, fairness
+void apply_queue(const toml::table* q, Config& c) {
+  auto ms = [&](std::string_view key, std::chrono::milliseconds& out, long long min) {
+    if (auto v = (*q)[key].value<std::int64_t>()) {
+      if (*v < min) throw std::runtime_error("queue." + std::string(key) + " must be at least " + std::to_string(min));
+      out = std::chrono::milliseconds(*v);
+    }
+  };
+  ms("lease_ms", c.queue.lease, 100);
+  ms("reap_interval_ms", c.queue.reap_interval, 10);
+  ms("retry_base_ms", c.queue.retry_base, 1);
+  ms("retry_max_ms", c.queue.retry_max, 1);
+  ms("cancel_poll_ms", c.queue.cancel_poll, 10);
+  ms("priority_aging_ms", c.queue.priority_aging, 0);
+  std::chrono::milliseconds trim = c.queue.trim_interval, drain = c.queue.drain_timeout;
+  ms("trim_interval_ms", trim, 100);
+  ms("drain_timeout_ms", drain, 0);
+  c.queue.trim_interval = std::chrono::duration_cast<std::chrono::seconds>(trim);
+  if (c.queue.trim_interval.count() < 1) c.queue.trim_interval = std::chrono::seconds(1);
+  c.queue.drain_timeout = std::chrono::duration_cast<std::chrono::seconds>(drain);
+  if (auto v = (*q)["max_deliveries"].value<std::int64_t>()) {
+    if (*v < 1 || *v > 100) throw std::runtime_error("queue.max_deliveries must be in 1..100");
+    c.queue.max_deliveries = static_cast<unsigned>(*v);
+  }
+}
+
+// [tenants.<name>]: per-tenant limits
+void apply_tenants(const toml::table* ts, Config& c) {
+  for (auto& [name, node] : *ts) {
+    auto* t = node.as_table();
+    if (!t) throw std::runtime_error("tenants." + std::string(name.str()) + " must be a table");
+    TenantConfig tc = c.queue.tenants.count(std::string(name.str())) ? c.queue.tenants[std::string(name.str())] : TenantConfig{};
+    if (auto v = (*t)["weight"].value<std::int64_t>()) {
+      if (*v < 1 || *v > 1000) throw std::runtime_error("tenants." + std::string(name.str()) + ".weight must be in 1..1000");
+      tc.weight = static_cast<unsigned>(*v);
+    }
+    if (auto v = (*t)["max_running"].value<std::int64_t>()) {
+      if (*v < 0 || *v > 1024) throw std::runtime_error("tenants." + std::string(name.str()) + ".max_running must be in 0..1024");
+      tc.max_running = static_cast<unsigned>(*v);
+    }
+    c.queue.tenants[std::string(name.str())] = tc;
+  }
+}
+
+// [kernelbench]: the harness, its caches, the trusted worker
+void apply_kernelbench(const toml::table* k, Config& c) {
+  std::string s;
+  take(*k, "python", s);
+  if (!s.empty()) c.kernelbench.python = s;
+  s.clear();
+  take(*k, "harness_dir", s);
+  if (!s.empty()) c.kernelbench.harness_dir = s;
+  s.clear();
+  take(*k, "cache_dir", s);
+  if (!s.empty()) c.kernelbench.cache_dir = s;
+  s.clear();
+  take(*k, "kernel_trace_lib", s);
+  if (!s.empty()) c.kernelbench.kernel_trace_lib = s;
+  take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
+  take(*k, "precompiled_header", c.kernelbench.precompiled_header);
+  take(*k, "nvcc_halves", c.kernelbench.nvcc_halves);
+  take(*k, "adjacent_baseline", c.kernelbench.adjacent_baseline);
+  take(*k, "zygote", c.kernelbench.zygote);
+  s.clear();
+  take(*k, "resume_lib", s);
+  if (!s.empty()) c.kernelbench.resume_lib = s;
+  take_u32(*k, "compile_wall_ms", c.kernelbench.compile_wall_ms);
+  take_u32(*k, "run_wall_ms", c.kernelbench.run_wall_ms);
+  take_u32(*k, "reference_wall_ms", c.kernelbench.reference_wall_ms);
+  take(*k, "worker_cache_fraction", c.kernelbench.worker_cache_fraction);
+  if (!(c.kernelbench.worker_cache_fraction > 0 && c.kernelbench.worker_cache_fraction <= 0.9))
+    throw std::runtime_error("kernelbench.worker_cache_fraction must be in (0, 0.9]");
+  take_u32(*k, "worker_idle_seconds", c.kernelbench.worker_idle_seconds);
+}
+
 void apply(const toml::table& root, Config& c) {
   if (auto d = root["daemon"].as_table()) {
     take(*d, "node", c.node);
@@ -203,46 +278,8 @@ void apply(const toml::table& root, Config& c) {
       c.toolchain.cuda_arch = *a;
     }
   }
-  if (auto q = root["queue"].as_table()) {
-    auto ms = [&](std::string_view key, std::chrono::milliseconds& out, long long min) {
-      if (auto v = (*q)[key].value<std::int64_t>()) {
-        if (*v < min) throw std::runtime_error("queue." + std::string(key) + " must be at least " + std::to_string(min));
-        out = std::chrono::milliseconds(*v);
-      }
-    };
-    ms("lease_ms", c.queue.lease, 100);
-    ms("reap_interval_ms", c.queue.reap_interval, 10);
-    ms("retry_base_ms", c.queue.retry_base, 1);
-    ms("retry_max_ms", c.queue.retry_max, 1);
-    ms("cancel_poll_ms", c.queue.cancel_poll, 10);
-    ms("priority_aging_ms", c.queue.priority_aging, 0);
-    std::chrono::milliseconds trim = c.queue.trim_interval, drain = c.queue.drain_timeout;
-    ms("trim_interval_ms", trim, 100);
-    ms("drain_timeout_ms", drain, 0);
-    c.queue.trim_interval = std::chrono::duration_cast<std::chrono::seconds>(trim);
-    if (c.queue.trim_interval.count() < 1) c.queue.trim_interval = std::chrono::seconds(1);
-    c.queue.drain_timeout = std::chrono::duration_cast<std::chrono::seconds>(drain);
-    if (auto v = (*q)["max_deliveries"].value<std::int64_t>()) {
-      if (*v < 1 || *v > 100) throw std::runtime_error("queue.max_deliveries must be in 1..100");
-      c.queue.max_deliveries = static_cast<unsigned>(*v);
-    }
-  }
-  if (auto ts = root["tenants"].as_table()) {
-    for (auto& [name, node] : *ts) {
-      auto* t = node.as_table();
-      if (!t) throw std::runtime_error("tenants." + std::string(name.str()) + " must be a table");
-      TenantConfig tc = c.queue.tenants.count(std::string(name.str())) ? c.queue.tenants[std::string(name.str())] : TenantConfig{};
-      if (auto v = (*t)["weight"].value<std::int64_t>()) {
-        if (*v < 1 || *v > 1000) throw std::runtime_error("tenants." + std::string(name.str()) + ".weight must be in 1..1000");
-        tc.weight = static_cast<unsigned>(*v);
-      }
-      if (auto v = (*t)["max_running"].value<std::int64_t>()) {
-        if (*v < 0 || *v > 1024) throw std::runtime_error("tenants." + std::string(name.str()) + ".max_running must be in 0..1024");
-        tc.max_running = static_cast<unsigned>(*v);
-      }
-      c.queue.tenants[std::string(name.str())] = tc;
-    }
-  }
+  if (auto q = root["queue"].as_table()) apply_queue(q, c);
+  if (auto ts = root["tenants"].as_table()) apply_tenants(ts, c);
   if (auto m = root["metrics"].as_table()) {
     take(*m, "address", c.metrics.address);
     std::int64_t port = c.metrics.port;
@@ -250,35 +287,7 @@ void apply(const toml::table& root, Config& c) {
     if (port < 0 || port > 65535) throw std::runtime_error("metrics.port must be in 0..65535");
     c.metrics.port = static_cast<int>(port);
   }
-  if (auto k = root["kernelbench"].as_table()) {
-    std::string s;
-    take(*k, "python", s);
-    if (!s.empty()) c.kernelbench.python = s;
-    s.clear();
-    take(*k, "harness_dir", s);
-    if (!s.empty()) c.kernelbench.harness_dir = s;
-    s.clear();
-    take(*k, "cache_dir", s);
-    if (!s.empty()) c.kernelbench.cache_dir = s;
-    s.clear();
-    take(*k, "kernel_trace_lib", s);
-    if (!s.empty()) c.kernelbench.kernel_trace_lib = s;
-    take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
-    take(*k, "precompiled_header", c.kernelbench.precompiled_header);
-    take(*k, "nvcc_halves", c.kernelbench.nvcc_halves);
-    take(*k, "adjacent_baseline", c.kernelbench.adjacent_baseline);
-    take(*k, "zygote", c.kernelbench.zygote);
-    s.clear();
-    take(*k, "resume_lib", s);
-    if (!s.empty()) c.kernelbench.resume_lib = s;
-    take_u32(*k, "compile_wall_ms", c.kernelbench.compile_wall_ms);
-    take_u32(*k, "run_wall_ms", c.kernelbench.run_wall_ms);
-    take_u32(*k, "reference_wall_ms", c.kernelbench.reference_wall_ms);
-    take(*k, "worker_cache_fraction", c.kernelbench.worker_cache_fraction);
-    if (!(c.kernelbench.worker_cache_fraction > 0 && c.kernelbench.worker_cache_fraction <= 0.9))
-      throw std::runtime_error("kernelbench.worker_cache_fraction must be in (0, 0.9]");
-    take_u32(*k, "worker_idle_seconds", c.kernelbench.worker_idle_seconds);
-  }
+  if (auto k = root["kernelbench"].as_table()) apply_kernelbench(k, c);
   if (auto l = root["limits"].as_table()) {
     take_u32(*l, "compile_wall_ms", c.limits.compile_wall_ms);
     take_u32(*l, "run_wall_ms", c.limits.run_wall_ms);

@@ -55,7 +55,7 @@ struct LimitsConfig {  // defaults when a job leaves a limit at 0, and the maxim
   std::uint64_t max_job_bytes = 8 << 20;   // a serialized Job larger than this is INVALID_JOB
   // Free space (to unprivileged users) the state dir's filesystem must have before a job starts,
   // else the job is INFRA_ERROR (retried elsewhere or later); also the headroom a job may use
-  // before a full filesystem counts as its own doing (pipeline/host_fault.h). 0: no check.
+  // before a full filesystem counts as its own doing (pipeline/run/host_fault.h). 0: no check.
   std::uint64_t min_free_bytes = 1ull << 30;
   std::uint64_t min_free_inodes = 10'000;
 };
@@ -132,7 +132,7 @@ struct BuildConfig {
   // the build nodes (-1: its slots, i.e. it always builds what no one else is building).
   int local_max = -1;
   std::size_t scan_max = 256;  // build node: unfinished entries looked at per lane and pass
-  // KernelBench build sandboxes at once on this node, whatever its job slots (pipeline/build_slots.h);
+  // KernelBench build sandboxes at once on this node, whatever its job slots (pipeline/build/build_slots.h);
   // 0: sized from its CPUs and memory.
   int concurrency = 0;
 };

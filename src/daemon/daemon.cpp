@@ -18,15 +18,15 @@
 #include "common/redis_endpoint.h"
 #include "daemon/job_clock.h"
 #include "kjsandbox/policy.h"
-#include "pipeline/gpu_lock.h"
-#include "pipeline/harness_step.h"
+#include "pipeline/run/gpu_lock.h"
+#include "pipeline/run/harness_step.h"
 #include "pipeline/judge.h"
-#include "pipeline/verdict.h"
-#include "pipeline/kernelbench_build.h"
+#include "pipeline/verdict/verdict.h"
+#include "pipeline/kernelbench/kernelbench_build.h"
 #include "worker/worker_pool.h"
-#include "pipeline/sandbox_profiles.h"
-#include "pipeline/validate.h"
-#include "pipeline/workspace.h"
+#include "pipeline/run/sandbox_profiles.h"
+#include "pipeline/job/validate.h"
+#include "pipeline/run/workspace.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
@@ -46,7 +46,7 @@ std::int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
 }
 
-// A job the daemon ends before or around the pipeline (pipeline/verdict.h builds the decision).
+// A job the daemon ends before or around the pipeline (pipeline/verdict/verdict.h builds the decision).
 v1::Result status_result(const std::string& job_id, const std::string& tenant, const Decision& d,
                          const std::string& worker) {
   v1::Result r = invalid_job_result(job_id, tenant, d.message, worker);

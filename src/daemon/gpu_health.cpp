@@ -10,8 +10,8 @@
 #include "canary/exit_codes.h"
 #include "common/log.h"
 #include "kjsandbox/sandbox.h"
-#include "pipeline/sandbox_profiles.h"
-#include "pipeline/workspace.h"
+#include "pipeline/run/sandbox_profiles.h"
+#include "pipeline/run/workspace.h"
 
 namespace kj {
 

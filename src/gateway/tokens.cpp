@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/random.h"
-#include "pipeline/sha256.h"
+#include "common/sha256.h"
 
 namespace kj::gateway {
 using kjqueue::Keys;

@@ -8,15 +8,15 @@
 
 #include "common/log.h"
 #include "kjsandbox/sandbox.h"
-#include "pipeline/sandbox_watch.h"
-#include "pipeline/workspace.h"
-#include "pipeline/feedback.h"
-#include "pipeline/host_fault.h"
-#include "pipeline/kernelbench_pipeline.h"
-#include "pipeline/native_pipeline.h"
-#include "pipeline/reward.h"
-#include "pipeline/validate.h"
-#include "pipeline/verdict.h"
+#include "pipeline/run/sandbox_watch.h"
+#include "pipeline/run/workspace.h"
+#include "pipeline/verdict/feedback.h"
+#include "pipeline/run/host_fault.h"
+#include "pipeline/kernelbench/kernelbench_pipeline.h"
+#include "pipeline/native/native_pipeline.h"
+#include "pipeline/verdict/reward.h"
+#include "pipeline/job/validate.h"
+#include "pipeline/verdict/verdict.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;

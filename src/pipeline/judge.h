@@ -8,8 +8,8 @@
 
 #include "kjudge/v1/job.pb.h"
 #include "kjudge/v1/result.pb.h"
-#include "pipeline/judge_context.h"
-#include "pipeline/validate.h"
+#include "pipeline/run/judge_context.h"
+#include "pipeline/job/validate.h"
 
 #include <google/protobuf/timestamp.pb.h>
 

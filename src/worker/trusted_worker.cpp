@@ -11,10 +11,10 @@
 #include <fstream>
 
 #include "common/log.h"
-#include "pipeline/gpu_lock.h"
-#include "pipeline/harness_step.h"
-#include "pipeline/pipeline_util.h"
-#include "pipeline/sandbox_watch.h"
+#include "pipeline/run/gpu_lock.h"
+#include "pipeline/run/harness_step.h"
+#include "pipeline/run/pipeline_util.h"
+#include "pipeline/run/sandbox_watch.h"
 
 namespace kj {
 namespace fs = std::filesystem;

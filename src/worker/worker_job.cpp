@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/random.h"
-#include "pipeline/pipeline_util.h"
+#include "pipeline/run/pipeline_util.h"
 
 namespace kj {
 namespace fs = std::filesystem;

@@ -9,8 +9,8 @@
 #include <map>
 #include <mutex>
 
-#include "pipeline/sandbox_profiles.h"
-#include "pipeline/workspace.h"
+#include "pipeline/run/sandbox_profiles.h"
+#include "pipeline/run/workspace.h"
 
 namespace kj {
 namespace fs = std::filesystem;

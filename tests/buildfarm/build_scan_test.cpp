@@ -6,7 +6,7 @@
 #include <set>
 
 #include "buildfarm/build_scan.h"
-#include "pipeline/kernelbench_build.h"
+#include "pipeline/kernelbench/kernelbench_build.h"
 #include "redis_server.h"
 
 namespace kj::buildfarm {

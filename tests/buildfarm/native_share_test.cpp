@@ -12,7 +12,7 @@
 #include "cli/job_builder.h"
 #include "kjsandbox/sandbox.h"
 #include "pipeline/judge.h"
-#include "pipeline/workspace.h"
+#include "pipeline/run/workspace.h"
 #include "redis_server.h"
 
 namespace kj::buildfarm {

@@ -19,7 +19,7 @@
 #include "canary/exit_codes.h"
 #include "daemon/gpu_health.h"
 #include "kjsandbox/sandbox.h"
-#include "pipeline/workspace.h"
+#include "pipeline/run/workspace.h"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include <cstring>
 
 #include "kjudge/v1/job.pb.h"
-#include "pipeline/engine_checks.h"
-#include "pipeline/inputs.h"
-#include "pipeline/sha256.h"
-#include "pipeline/toolchain.h"
+#include "pipeline/checks/engine_checks.h"
+#include "pipeline/job/inputs.h"
+#include "common/sha256.h"
+#include "pipeline/job/toolchain.h"
 #include "runner/backends.h"
 #include "runner/cuda_driver.h"
 #include "runner/cuda_launch.h"

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "pipeline/judge.h"
-#include "pipeline/validate.h"
+#include "pipeline/job/validate.h"
 
 namespace {
 namespace v1 = kjudge::v1;

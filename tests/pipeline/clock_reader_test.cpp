@@ -1,5 +1,5 @@
 // The daemon's clock: marks stamped when sent, whenever the daemon reads them.
-#include "pipeline/clock_reader.h"
+#include "pipeline/run/clock_reader.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "pipeline/loop_marks.h"
+#include "pipeline/checks/loop_marks.h"
 #include "runner/clock_marks.h"
 
 namespace {

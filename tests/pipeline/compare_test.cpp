@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "pipeline/compare.h"
+#include "pipeline/checks/compare.h"
 
 namespace {
 using kjudge::v1::F32;

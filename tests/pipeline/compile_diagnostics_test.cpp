@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "pipeline/compile_diagnostics.h"
-#include "pipeline/verdict.h"
+#include "pipeline/verdict/compile_diagnostics.h"
+#include "pipeline/verdict/verdict.h"
 
 namespace {
 

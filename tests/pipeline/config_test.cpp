@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/config.h"
-#include "pipeline/sandbox_profiles.h"
-#include "pipeline/toolchain.h"
+#include "pipeline/run/sandbox_profiles.h"
+#include "pipeline/job/toolchain.h"
 
 namespace {
 namespace fs = std::filesystem;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "pipeline/dtype.h"
+#include "pipeline/job/dtype.h"
 
 namespace {
 using namespace kjudge::v1;

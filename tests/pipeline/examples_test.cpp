@@ -10,8 +10,8 @@
 #include "cli/job_builder.h"
 #include "kjsandbox/sandbox.h"
 #include "pipeline/judge.h"
-#include "pipeline/sandbox_watch.h"
-#include "pipeline/workspace.h"
+#include "pipeline/run/sandbox_watch.h"
+#include "pipeline/run/workspace.h"
 
 namespace {
 namespace v1 = kjudge::v1;

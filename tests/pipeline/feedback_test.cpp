@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "pipeline/feedback.h"
+#include "pipeline/verdict/feedback.h"
 
 namespace {
 namespace v1 = kjudge::v1;

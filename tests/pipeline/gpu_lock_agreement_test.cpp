@@ -1,4 +1,4 @@
-// The GPU lock has two implementations, kjudged's (src/pipeline/gpu_lock.cpp: timed loops of
+// The GPU lock has two implementations, kjudged's (src/pipeline/run/gpu_lock.cpp: timed loops of
 // native jobs, exclusive) and the trusted worker's (python/kjudge_worker/gpu_lock.py: exclusive
 // around timed loops, shared around its other GPU work). They follow one protocol
 // (docs/gpu-worker.md, "The GPU lock"): flock LOCK_EX on <lock>.turnstile, then LOCK_SH or LOCK_EX on
@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "pipeline/gpu_lock.h"
+#include "pipeline/run/gpu_lock.h"
 
 namespace {
 

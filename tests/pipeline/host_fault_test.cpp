@@ -1,4 +1,4 @@
-// pipeline/host_fault.h on a real filesystem: a tmpfs mounted for the test (root only), filled up.
+// pipeline/run/host_fault.h on a real filesystem: a tmpfs mounted for the test (root only), filled up.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "pipeline/host_fault.h"
+#include "pipeline/run/host_fault.h"
 
 namespace {
 namespace fs = std::filesystem;

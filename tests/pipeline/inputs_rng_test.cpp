@@ -1,4 +1,4 @@
-// The oracle's generator (ChaCha20 keystream, pipeline/inputs.h) and the input sets it writes.
+// The oracle's generator (ChaCha20 keystream, pipeline/job/inputs.h) and the input sets it writes.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,8 +12,8 @@
 #include <iterator>
 #include <vector>
 
-#include "pipeline/dtype.h"
-#include "pipeline/inputs.h"
+#include "pipeline/job/dtype.h"
+#include "pipeline/job/inputs.h"
 
 namespace {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "pipeline/job_limits.h"
+#include "pipeline/job/job_limits.h"
 
 #include <gtest/gtest.h>
 

@@ -12,15 +12,15 @@
 
 #include <unistd.h>
 
-#include "pipeline/compare.h"
-#include "pipeline/kernelbench_baseline_cache.h"
-#include "pipeline/kernelbench_build.h"
-#include "pipeline/kernelbench_checks.h"
-#include "pipeline/kernelbench_speedup.h"
-#include "pipeline/loop_marks.h"
-#include "pipeline/kernelbench_legality.h"
-#include "pipeline/validate.h"
-#include "pipeline/verdict.h"
+#include "pipeline/checks/compare.h"
+#include "pipeline/kernelbench/kernelbench_baseline_cache.h"
+#include "pipeline/kernelbench/kernelbench_build.h"
+#include "pipeline/kernelbench/kernelbench_checks.h"
+#include "pipeline/kernelbench/kernelbench_speedup.h"
+#include "pipeline/checks/loop_marks.h"
+#include "pipeline/kernelbench/kernelbench_legality.h"
+#include "pipeline/job/validate.h"
+#include "pipeline/verdict/verdict.h"
 
 namespace {
 namespace v1 = kjudge::v1;

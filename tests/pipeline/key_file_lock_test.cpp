@@ -1,6 +1,6 @@
-// KeyFileLock (pipeline/key_file_lock.h): one holder per file across open file descriptions (as
+// KeyFileLock (common/key_file_lock.h): one holder per file across open file descriptions (as
 // across processes); a waiter gets it when the holder lets go, or gives up on cancel or its bound.
-#include "pipeline/key_file_lock.h"
+#include "common/key_file_lock.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

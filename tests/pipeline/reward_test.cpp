@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "pipeline/reward.h"
+#include "pipeline/verdict/reward.h"
 
 namespace {
 namespace v1 = kjudge::v1;

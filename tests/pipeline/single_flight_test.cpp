@@ -1,6 +1,6 @@
-// SingleFlight (pipeline/single_flight.h): one leader per key, followers get its outcome; a leader
+// SingleFlight (common/single_flight.h): one leader per key, followers get its outcome; a leader
 // that lands with nothing (or throws) leaves the work to the next caller; cancel and bound end a wait.
-#include "pipeline/single_flight.h"
+#include "common/single_flight.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

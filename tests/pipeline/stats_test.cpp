@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "pipeline/stats.h"
+#include "pipeline/checks/stats.h"
 
 TEST(Stats, MedianMeanMinP90) {
   std::vector<double> t{5, 1, 3, 2, 4};

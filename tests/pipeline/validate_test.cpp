@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "pipeline/judge.h"
-#include "pipeline/validate.h"
+#include "pipeline/job/validate.h"
 
 namespace {
 namespace v1 = kjudge::v1;

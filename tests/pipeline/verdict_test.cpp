@@ -2,10 +2,10 @@
 
 #include <csignal>
 
-#include "pipeline/engine_checks.h"
-#include "pipeline/pipeline_util.h"
-#include "pipeline/sandbox_watch.h"
-#include "pipeline/verdict.h"
+#include "pipeline/checks/engine_checks.h"
+#include "pipeline/run/pipeline_util.h"
+#include "pipeline/run/sandbox_watch.h"
+#include "pipeline/verdict/verdict.h"
 
 namespace {
 namespace v1 = kjudge::v1;

@@ -15,7 +15,7 @@ HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 def exported_metric_names():
     names = set()
     for folder in EXPORTERS:
-        for source in (ROOT / folder).glob("*.cpp"):
+        for source in (ROOT / folder).rglob("*.cpp"):
             names.update(re.findall(r'"(kjudge_[a-z0-9_]+)', source.read_text()))
     return names
 

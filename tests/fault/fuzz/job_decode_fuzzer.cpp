@@ -11,7 +11,7 @@
 
 #include "daemon/job_clock.h"
 #include "daemon/metrics.h"
-#include "pipeline/validate.h"
+#include "pipeline/job/validate.h"
 
 namespace {
 namespace v1 = kjudge::v1;

@@ -1,0 +1,554 @@
+#include "pipeline/kernelbench/kernelbench_pipeline.h"
+
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <variant>
+
+#include "common/log.h"
+#include "pipeline/checks/engine_checks.h"
+#include "pipeline/run/gpu_lock.h"
+#include "pipeline/job/group_seeds.h"
+#include "pipeline/run/harness_step.h"
+#include "pipeline/job/inputs.h"
+#include "pipeline/kernelbench/kernelbench_baseline_cache.h"
+#include "pipeline/kernelbench/kernelbench_build.h"
+#include "pipeline/kernelbench/kernelbench_checks.h"
+#include "pipeline/kernelbench/kernelbench_speedup.h"
+#include "pipeline/checks/loop_marks.h"
+#include "pipeline/kernelbench/kernelbench_roofline.h"
+#include "pipeline/job/job_limits.h"
+#include "pipeline/kernelbench/kernelbench_legality.h"
+#include "pipeline/run/pipeline_util.h"
+#include "pipeline/run/sandbox_profiles.h"
+#include "common/sha256.h"
+#include "pipeline/checks/stats.h"
+#include "pipeline/run/workspace.h"
+#include "runner/engine_math.h"
+#include "worker/device_budget.h"
+#include "worker/worker_job.h"
+#include "worker/worker_pool.h"
+
+namespace kj {
+namespace v1 = kjudge::v1;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr unsigned kAudits = 3;
+// Candidates together get this share of the device, each as much as the worker estimates for its
+// job (its input copies, outputs, timing pool); the rest is the worker's cache, its one large set in
+// use at a time, the contexts and torch's allocator slack.
+constexpr double kCandidateDeviceShare = 0.3;  // 0.5 ran H100s out of memory with 6.4 GB sets and 16 slots
+
+const char* precision_name(v1::Precision p) {
+  switch (p) {
+    case v1::FP16: return "fp16";
+    case v1::BF16_PRECISION: return "bf16";
+    default: return "fp32";
+  }
+}
+
+// The reference's timings go in every result that got this far, whatever the candidate does next:
+// a report lists the reference's time for every problem, not only where a sample was timed.
+void record_reference_timings(v1::Performance& perf, const json& baseline) {
+  if (baseline.contains("baseline")) *perf.mutable_baseline() = stats_of(baseline["baseline"]);
+  if (baseline.contains("compiled_baseline")) *perf.mutable_compiled_baseline() = stats_of(baseline["compiled_baseline"]);
+}
+
+// The clean wall-minus-event gap per call (median), from the oracle's baseline loop (a process
+// that never ran candidate code): what the side-stream check allows a call beyond its events.
+double clean_wall_gap(const json& timing) {
+  const std::vector<double> ms = json_doubles(timing, "trial_ms"), wall = json_doubles(timing, "trial_wall_ms");
+  if (ms.empty() || ms.size() != wall.size()) return 0;
+  std::vector<double> gap;
+  for (std::size_t i = 0; i < ms.size(); ++i) gap.push_back(wall[i] - ms[i]);
+  std::sort(gap.begin(), gap.end());
+  return std::max(0.0, gap[gap.size() / 2]);
+}
+
+// The SM clock (NVML, the trusted worker's reading) as each timed loop began: 0 where not read.
+void set_sm_clocks(v1::Performance& perf, const json& seen, const json& baseline_loop) {
+  const auto first = [](const json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_number() ? (*it)[0].get<double>() : 0.0;
+  };
+  perf.set_candidate_sm_clock_mhz(first(seen, "candidate_sm_clock_mhz"));
+  perf.set_baseline_sm_clock_mhz(first(baseline_loop, "sm_clock_mhz"));
+}
+
+// The speedup against the reference's loop beside the candidate's when the worker timed one
+// (same lock hold, same input buffers), else against the prepared or cached baseline.
+void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, const json& baseline, const json& seen,
+                             const std::vector<ClockMark>& marks, const std::vector<ClockMark>& worker_marks,
+                             bool compat, const json& roofline) {
+  *perf.mutable_candidate() = stats_of(cand_timing);
+  perf.set_stop_reason(cand_timing.value("stop_reason", ""));
+  // the loop's own precision, as native jobs report it (it was 0 for every KernelBench job)
+  if (const double ci = kjudge::median_rel_ci(cand_timing.value("trial_ms", std::vector<double>{})); std::isfinite(ci))
+    perf.set_median_rel_ci(ci);
+  set_roofline(perf, roofline);
+  const bool adjacent = seen.contains("adjacent_baseline");
+  if (!adjacent && !baseline.contains("baseline")) return;
+  const auto cand_loops = timed_loops(marks), ref_loops = timed_loops(worker_marks);
+  SpeedupFacts f;
+  f.candidate = &cand_timing;
+  f.baseline = adjacent ? &seen["adjacent_baseline"] : &baseline["baseline"];
+  if (baseline.contains("compiled_baseline")) f.compiled_baseline = &baseline["compiled_baseline"];
+  if (!cand_loops.empty()) f.candidate_loop = &cand_loops.front();
+  if (adjacent && !ref_loops.empty())
+    f.harness_overhead_ms = harness_overhead_ms(*f.baseline, ref_loops.back());
+  else if (!adjacent && baseline.contains("mark_overhead_ms"))
+    f.harness_overhead_ms = baseline.value("mark_overhead_ms", 0.0);
+  f.compat = compat;
+  set_speedup(perf, f);
+  set_sm_clocks(perf, seen, *f.baseline);
+  perf.set_baseline_adjacent(adjacent);
+  if (adjacent) perf.set_baseline_cached(false);
+}
+
+// The job resolved once (backend, mode, limits, trial plan, tolerance, party dirs), and what the
+// stages hand on: the build, the device held, the worker's job and its reports, the candidate's run.
+struct KernelBenchRun {
+  const v1::Job& job;
+  const v1::KernelBenchTask& task;
+  const JudgeContext& ctx;
+  const Config& cfg;
+  JudgeMode mode;
+  bool compat;
+  std::string backend;
+  bool gpu;
+  JobLimits limits;
+  TrialPlan trials;
+  unsigned budget_ms;  // the candidate's timed loop
+  std::string device_profile;
+  Tolerance tol;
+  Workspace ws;
+  fs::path build_dir, cand_dir;
+  StageClock clock;
+  json overrides = json::object();
+
+  KernelBenchBuild built;
+  std::optional<GpuLock> turn;                       // a one-shot eval's turn on the device
+  std::optional<DeviceBudget::Hold> device_hold;     // the candidate's (or a retry's) device memory
+  double device_wait = 0;
+  GroupSeeds seeds;
+  json timing;                                       // the timed loop's rules, for worker and candidate
+  std::optional<WorkerJob> wjob;                     // destroyed first: the job leaves the worker
+  json orep;                                         // the worker's prepare report (the oracle)
+  json baseline;                                     // the clean process's figures
+  std::vector<ClockMark> marks, worker_marks;        // the daemon's clock on the candidate's and the worker's loops
+  HarnessStep cand;
+  std::optional<json> seen;                          // the worker's results: comparisons, adjacent baseline
+  KernelBenchFacts facts;
+  Findings found;
+
+  KernelBenchRun(const v1::Job& j, const JudgeContext& c, v1::Result& r)
+      : job(j), task(j.kernelbench()), ctx(c), cfg(c.config), mode(judge_mode(j)), compat(mode == JudgeMode::Compat),
+        backend(kernelbench_backend_name(task.backend())), gpu(backend != "cpu"), limits(job_limits(j, cfg)),
+        trials(trial_plan(j)), budget_ms(loop_budget_ms(j, limits)), device_profile(gpu ? "nvidia-cuda" : ""),
+        tol(tolerance_of(j, compat)),
+        ws(cfg.state_dir, j.job_id(), sandbox_host_uid(cfg.sandbox.host_uid), sandbox_host_gid(cfg.sandbox.host_gid),
+           cfg.keep_job_dirs),
+        build_dir(ws.make_party_dir("build")), cand_dir(ws.make_party_dir("candidate")), clock(r) {
+    for (const auto& [k, v] : task.size_overrides()) overrides[k] = v;
+  }
+
+  bool timed() const { return trials.max_trials > 0; }
+  static unsigned loop_budget_ms(const v1::Job& j, const JobLimits& limits) {
+    const auto& tcfg = j.options().timing();
+    return tcfg.budget_ms() ? tcfg.budget_ms() : std::min(limits.run_ms / 4, 3000u);
+  }
+  static Tolerance tolerance_of(const v1::Job& j, bool compat) {
+    const v1::Precision prec = j.kernelbench().precision();
+    Tolerance tol = prec == v1::FP16 || prec == v1::BF16_PRECISION ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-4};
+    if (compat) tol.scale_aware = false, tol.nan_equal = false;  // torch.allclose exactly
+    if (j.options().has_tolerance()) tol = {j.options().tolerance().atol(), j.options().tolerance().rtol()};
+    return tol;
+  }
+};
+
+// How a stage ended the job: a failure (recorded as it is) or findings (final_verdict weighs
+// them); monostate: the job goes on.
+using StageEnd = std::variant<std::monostate, Decision, Findings>;
+
+// 1-2. Static policy and build (compile sandbox, no GPU).
+StageEnd build(KernelBenchRun& k, v1::Result& r, std::string& detail) {
+  const CandidateSource src = candidate_source(k.task);
+  k.ws.write_file(k.build_dir / src.file_name, src.text);
+  k.ws.write_file(k.build_dir / "reference.py", k.task.reference_py());
+  k.clock.start(v1::STAGE_BUILD);
+  k.built = build_kernelbench(k.job, k.cfg,
+                              {k.backend, k.build_dir, src.completion, k.overrides, k.limits.compile_ms,
+                               k.limits.output_bytes, k.ctx.builds},
+                              r);
+  if (k.built.failure) {
+    detail = k.built.detail;
+    return *k.built.failure;
+  }
+  k.ws.write_file(k.cand_dir / "manifest.json", k.built.manifest.dump());
+  return {};
+}
+
+// 3a. The device before the job's first GPU work: still healthy, a one-shot eval's turn, and a
+// retry's device memory to itself.
+StageEnd take_device(KernelBenchRun& k, v1::Result& r) {
+  if (k.backend != "cpu")
+    if (auto d = decide_gpu_still_healthy()) return *d;
+  // A one-shot eval judges in turns with the node's other evals (its build ran beside theirs).
+  if (k.ctx.device_turns) {
+    k.turn.emplace(device_turn_file(k.cfg, k.backend));
+    (*r.mutable_phase_seconds())["device_turn_wait"] = k.turn->seconds_waited();
+  }
+  // A retry (its first try met a fault, most often other jobs' sets filling the device) has the
+  // device's memory to itself from the worker's sets to the candidate's end.
+  if (k.ctx.delivery > 1 && k.backend != "cpu")
+    k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire_alone(&k.device_wait));
+  return {};
+}
+
+// The timed loop's rules (secret audit positions and perturbation seed in strict mode) and the
+// correctness sets the worker makes, each from its own secret seed (compat: KernelBench's).
+void plan_sets_and_timing(KernelBenchRun& k, json& sets) {
+  k.seeds = k.compat ? GroupSeeds::kernelbench() : group_seeds(k.job);
+  const unsigned min_trials = k.trials.min_trials, max_trials = k.trials.max_trials;
+  std::vector<unsigned> audits;
+  if (!k.compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
+  k.timing = {{"warmup", k.trials.warmup},
+              {"min_trials", min_trials},
+              {"max_trials", max_trials},
+              {"budget_ms", k.budget_ms},
+              {"target_rel_ci", 0.01},
+              {"l2_flush", true},
+              {"perturb_seed", k.seeds.perturb},
+              {"audit_calls", audits},
+              {"skip", max_trials == 0}};
+  sets = json::array();
+  if (k.compat) return;
+  const unsigned n = k.job.options().correctness_sets() ? k.job.options().correctness_sets() : 5;
+  static const char* kinds[] = {"none", "none", "signflip", "scale8", "spike"};
+  static const char* names[] = {"declared", "declared-2", "signed", "large", "spike"};
+  for (unsigned i = 0; i < n; ++i)
+    sets.push_back({{"name", i < 5 ? names[i] : fmt::format("declared-{}", i - 2)},
+                    {"seed", k.seeds.set(i)},
+                    {"transform", i < 5 ? kinds[i] : "none"}});
+}
+
+json prepare_request(const KernelBenchRun& k, const json& sets, const KernelBenchBaselineCache& baselines) {
+  const Tolerance& tol = k.tol;
+  return {{"backend", k.backend},        {"precision", precision_name(k.task.precision())},
+          {"mode", k.compat ? "compat" : "strict"},
+          {"size_overrides", k.overrides}, {"weight_seed", k.seeds.weight},
+          {"sets", sets},              {"timing", k.timing},
+          {"tolerance", {{"atol", tol.atol}, {"rtol", tol.rtol}, {"scale_aware", tol.scale_aware},
+                         {"nan_equal", tol.nan_equal}}},
+          {"time_baseline", k.timed()},
+          {"adjacent_baseline", k.timed() && k.cfg.kernelbench.adjacent_baseline},
+          // skip the baseline only on the node the cached figures were measured on
+          {"baseline_unless_identity", baselines.cached() ? baselines.expected_identity() : ""}};
+}
+
+// The worker's prepare that did not succeed: whose fault it was.
+Decision prepare_failure(KernelBenchRun& k, const std::optional<json>& prepared, const std::string& why, bool overran,
+                         std::string& detail) {
+  if (!prepared) {
+    detail = why;
+    if (overran) {  // it never returned: it holds the worker, which goes
+      k.wjob->worker().kill();
+      return job_fault(fmt::format("the reference did not finish within its own budget of {} ms",
+                                   k.cfg.kernelbench.reference_wall_ms));
+    }
+    // The worker went away under it (the tenant's worker serves several jobs, so the cause may
+    // be another's): ours to retry, never the candidate's.
+    return node_fault("trusted worker: " + why);
+  }
+  detail = prepared->value("error", "");
+  if (detail.find("needs a GPU") != std::string::npos) return gpu_could_not_serve("no GPU visible to the trusted worker");
+  if (prepared->value("fault", "") == "device") return gpu_could_not_serve(last_line(detail));
+  // the node's memory at that moment, not the job's fault: retried, and no canary (a canary on a
+  // device full of the judge's own sets failed and quarantined a healthy H100)
+  if (prepared->value("fault", "") == "resources")
+    return node_fault("the trusted worker ran out of device memory making the sets: " + last_line(detail));
+  return job_fault("the reference failed: " + last_line(detail));
+}
+
+// The clean process's figures: measured now (and cached), or the cache's for this very node.
+void record_baseline(KernelBenchRun& k, v1::Result& r, const KernelBenchBaselineCache& baselines,
+                     const std::vector<ClockMark>& oracle_marks) {
+  const json& orep = k.orep;
+  if (orep.contains("baseline")) {
+    k.baseline = {{"baseline", orep["baseline"]}, {"wall_gap_ms", clean_wall_gap(orep["baseline"])}};
+    if (orep.contains("compiled_baseline")) k.baseline["compiled_baseline"] = orep["compiled_baseline"];
+    if (const auto loops = timed_loops(oracle_marks); !loops.empty())
+      if (const auto o = harness_overhead_ms(orep["baseline"], loops.front())) k.baseline["mark_overhead_ms"] = *o;
+    baselines.store(orep.value("node_identity", ""), k.baseline);
+  } else if (orep.value("baseline_skipped", false) && baselines.cached()) {
+    k.baseline = *baselines.cached();
+    r.mutable_performance()->set_baseline_cached(true);
+  }
+  record_reference_timings(*r.mutable_performance(), k.baseline);
+}
+
+// 3b. The tenant's trusted worker: the problem's sets made on its device from secret seeds
+// (compat: KernelBench's), the expected outputs kept there, the baseline when not cached. The
+// reference has its own budget: its time never counts against the candidate's limit.
+StageEnd prepare_oracle(KernelBenchRun& k, v1::Result& r, std::string& detail) {
+  json sets;
+  plan_sets_and_timing(k, sets);
+  const KernelBenchBaselineCache baselines(private_dir(kernelbench_cache_root(k.cfg) / "kb-baseline"), k.task, k.compat,
+                                           k.timing);
+  k.wjob.emplace(trusted_worker(k.cfg, k.job.tenant(), k.gpu), k.job.job_id(), k.task.reference_py(),
+                 sandbox_host_uid(k.cfg.sandbox.host_uid), sandbox_host_gid(k.cfg.sandbox.host_gid));
+  const json prep_req = prepare_request(k, sets, baselines);
+  std::optional<json> prepared;
+  std::vector<ClockMark> oracle_marks;
+  std::string why;
+  const auto budget = std::chrono::milliseconds(k.cfg.kernelbench.reference_wall_ms);
+  const auto asked = std::chrono::steady_clock::now();
+  {
+    ClockReader reader(k.wjob->clock_socket());
+    prepared = k.wjob->prepare(prep_req, budget, why);
+    oracle_marks = reader.finish();
+  }
+  if (!prepared || !prepared->value("ok", false))
+    return prepare_failure(k, prepared, why, !prepared && std::chrono::steady_clock::now() - asked >= budget, detail);
+  k.orep = std::move(*prepared);
+  add_phases(r, "oracle", k.orep);
+  r.mutable_system()->set_device_name(k.orep.value("device_name", ""));
+  r.mutable_system()->set_framework_version("torch " + k.orep.value("torch_version", ""));
+  record_baseline(k, r, baselines, oracle_marks);
+  return {};
+}
+
+// The candidate role's sandbox and request: its builds, the job channel, the public part of the oracle.
+HarnessRun candidate_role(const KernelBenchRun& k) {
+  json oracle_public = {{"init_inputs", k.orep["init_inputs"]}, {"pool", k.orep.value("pool", json::array())},
+                        {"sets", k.orep["sets"]}};
+  HarnessRun c;
+  c.role = "candidate";
+  c.slot = SlotKind::Run;
+  c.job_dir = k.cand_dir;
+  c.wall_ms = k.limits.run_ms;
+  c.output_bytes = k.limits.output_bytes;
+  c.device_profile = k.device_profile;
+  c.file_size_bytes = 1ull << 30;
+  c.binds = k.built.binds;
+  c.binds.push_back({(k.build_dir / "candidate.py").string(), "/candidate.py", false});
+  c.binds.push_back({k.wjob->channel_dir().string(), "/chan", true});
+  c.request = {{"backend", k.backend},
+               {"precision", precision_name(k.task.precision())},
+               {"mode", k.compat ? "compat" : "strict"},
+               {"candidate_path", "/candidate.py"},
+               {"manifest_path", "/job/manifest.json"},
+               {"fallback_ext_dir", "/tmp/ext-run"},
+               {"arch_list", k.built.arch},
+               {"weight_seed", k.seeds.weight},
+               {"oracle", oracle_public},
+               {"channel_path", WorkerJob::kChannelInCandidate},
+               {"timing", k.timing},
+               {"clock_path", "/job/clock"}};
+  // The legality trace's kernel recorder (CUPTI callbacks): read-only at a fixed path; without it
+  // the harness starts torch.profiler instead.
+  if (k.backend != "cpu" && fs::is_regular_file(k.cfg.kernelbench.kernel_trace_lib)) {
+    c.binds.push_back({k.cfg.kernelbench.kernel_trace_lib.string(), kKernelTraceInSandbox, false});
+    c.request["kernel_trace_lib"] = kKernelTraceInSandbox;
+  }
+  return c;
+}
+
+// 4a. Candidate: its builds, its own code, and the job channel to the worker (input sets in,
+// outputs out, as shared device memory); nothing the worker keeps.
+void run_candidate(KernelBenchRun& k, v1::Result& r) {
+  k.timing["audit_calls"] = k.orep.value("audits", json::array());  // the worker may keep fewer (device memory)
+  const HarnessRun c = candidate_role(k);
+  // Device memory: the candidate's copies of a set, its output and its timing pool, admitted
+  // beside the other running candidates (waiting here is the node's time, not the candidate's).
+  if (!k.device_hold)
+    k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(
+        k.orep.value("candidate_device_bytes", std::uint64_t{0}),
+        static_cast<std::uint64_t>(kCandidateDeviceShare * k.orep.value("device_total_bytes", 0.0)), &k.device_wait));
+  (*r.mutable_phase_seconds())["device_memory_wait"] = k.device_wait;
+  {
+    // The daemon's clock: the sockets the candidate's harness and the worker (the reference's
+    // loop beside the candidate's) send their loop marks to.
+    ClockReader reader(k.cand_dir / "clock");
+    ClockReader worker_clock(k.wjob->clock_socket());
+    k.cand = run_harness(k.cfg, c);
+    k.marks = reader.finish();
+    k.worker_marks = worker_clock.finish();
+  }
+  if (k.cand.report) add_phases(r, "candidate", *k.cand.report);
+  r.mutable_resources()->set_cpu_seconds(k.cand.sandbox.cpu_seconds);
+  r.mutable_resources()->set_wall_seconds(k.cand.sandbox.wall_seconds);
+  r.mutable_resources()->set_peak_host_memory_bytes(k.cand.sandbox.peak_rss_bytes);
+}
+
+// 4b. How the candidate's run ended: the worker's own faults and the node's waits first (ours,
+// retried), then the channel's tamper check, then the harness's report.
+StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
+  std::string why;
+  k.seen = k.wjob->results(std::chrono::seconds(60), why);
+  const auto& seen = k.seen;
+  if (!seen || !seen->value("ok", false)) {
+    detail = seen ? seen->value("error", "") : why;
+    return node_fault("trusted worker: " + (seen ? last_line(detail) : why));
+  }
+  if (const auto faults = seen->value("worker_faults", json::array()); !faults.empty()) {
+    detail = faults.dump();  // the worker's own fault: ours, whatever the candidate then did
+    const std::string first = "trusted worker: " + faults[0].get<std::string>();
+    if (first.find("out of memory") != std::string::npos) return node_fault(first);  // memory, not the GPU's health
+    return gpu_could_not_serve(first);
+  }
+  if (auto f = check_channel(*seen, r)) return Findings{*f};
+  (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
+  (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
+  (*r.mutable_phase_seconds())["gpu_settle"] = seen->value("settle_seconds", 0.0);
+  const HarnessStep& cand = k.cand;
+  // Waiting for the judge (its sets and comparisons, other jobs' timed loops on the GPU lock) is the
+  // node's time: a limit that ran out while a quarter of it went to that wait is ours (retried),
+  // never the candidate's TIMEOUT.
+  if (const double waited = seen->value("judge_seconds", 0.0);
+      cand.sandbox.outcome == kjsandbox::Outcome::WallTimeout && waited * 1000.0 > 0.25 * k.limits.run_ms)
+    return node_fault(fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
+                                  "(its sets, other jobs' timed loops on a busy node): judged again",
+                                  waited));
+  // Device memory: a candidate that ran out of it while it held and asked for no more than it was
+  // admitted with found the device filled by other jobs: ours (retried), not its RUNTIME_ERROR.
+  // (A retry had the device alone, admitted with 0 bytes: its shortage is its own.)
+  if (cand.report && cand.report->contains("device_bytes_needed") &&
+      cand.report->value("device_bytes_needed", std::uint64_t{0}) <= k.device_hold->bytes())
+    return node_fault(fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
+                                  "(other jobs' memory on a busy node): judged again",
+                                  k.device_hold->bytes() / double(1ull << 30)));
+  (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
+  if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false,
+                              k.limits.run_ms, cand.host_fault, has_device_ready_mark(k.marks))) {
+    // the harness's repair text: the exception and the candidate's own frames, not the traceback
+    // through the judge's files (that stays in the report for the operator)
+    detail = cand.report ? cand.report->value("feedback", "") : tail(cand.sandbox.stderr_data, 2000);
+    if (cand.report && cand.report->contains("error"))
+      log::info("kernelbench.candidate_error",
+                {{"job_id", k.job.job_id()}, {"error", tail(cand.report->value("error", std::string()), 4000)}});
+    return *d;
+  }
+  return {};
+}
+
+// 5. The worker's comparisons, made on its device with the job's tolerance.
+StageEnd compare_outputs(KernelBenchRun& k, v1::Result& r) {
+  KernelBenchFacts& facts = k.facts;
+  facts.candidate = &*k.cand.report;
+  facts.oracle = &k.orep;
+  facts.worker = &*k.seen;
+  facts.marks = &k.marks;
+  facts.tol = k.tol;
+  facts.timed = k.timed();
+  if (auto f = check_before_compare(facts, r)) return Findings{*f};
+  const json& compared = (*k.seen)["sets"];
+  for (const auto& s : k.orep["sets"]) {
+    if (s.contains("skipped") || s.value("timing_only", false)) continue;
+    const std::string key = std::to_string(s["index"].get<int>());
+    v1::CorrectnessSet cs;
+    cs.set_name(s["name"].get<std::string>());
+    cs.set_variant(s.value("variant", ""));
+    v1::TensorComparison cmp = compared.contains(key) ? comparison_from_json(compared[key]) : v1::TensorComparison();
+    if (!compared.contains(key)) {
+      cmp.set_arg("output");
+      cmp.set_problem("no output for this set");
+    }
+    cs.set_passed(cmp.passed());
+    *cs.add_outputs() = cmp;
+    *r.add_correctness() = cs;
+  }
+  if (auto wrong = correctness_finding(r.correctness())) return Findings{*wrong};
+  return {};
+}
+
+// 6. Integrity (inputs, threads, audited calls, the daemon's clock) before legality: a memoizing
+// candidate that skips its kernel on a cached call is a memoization cheat first.
+StageEnd integrity_findings(KernelBenchRun& k, v1::Result& r) {
+  if (k.timed() && k.baseline.contains("baseline")) k.facts.clean_wall_minus_event_ms = k.baseline.value("wall_gap_ms", 0.0);
+  if (auto f = check_after_compare(k.facts, r)) k.found.push_back(*f);
+  if (findings_end_the_job(k.found, k.mode)) return k.found;
+  return {};
+}
+
+LegalityTrace legality_trace(const json& crep) {
+  LegalityTrace trace;
+  if (!crep.contains("trace")) {
+    trace.tracer_problem = "the candidate's process reported no trace";
+    return trace;
+  }
+  const auto& t = crep["trace"];
+  trace.ops = t.value("ops", std::vector<std::string>{});
+  trace.kernels = t.value("kernels", std::vector<std::string>{});
+  trace.ext_calls = t.value("ext_calls", 0);
+  trace.tracer_ok = t.value("tracer_ok", false);
+  trace.tracer_problem = t.value("tracer_problem", "");
+  trace.profiled_kernels = t.value("profiled_kernels", false);
+  return trace;
+}
+
+// 7. Legality (the traced pass). Compat mode still times an illegal candidate, so KernelBench's
+// own numbers can be reported beside kjudge's verdict; strict mode stops here.
+StageEnd legality_findings(KernelBenchRun& k, v1::Result& r) {
+  const LegalityTrace trace = legality_trace(*k.cand.report);
+  const LegalityClass cls = classify_legality(trace);
+  auto* leg = r.mutable_legality();
+  leg->set_custom_kernels(trace.profiled_kernels ? cls.custom_kernels : static_cast<unsigned>(trace.ext_calls));
+  leg->set_library_kernels(cls.library_kernels);
+  for (const auto& op : cls.forbidden_ops) leg->add_forbidden_ops(op);
+  if (auto f = decide_legality(trace, cls, /*libraries_allowed=*/false)) k.found.push_back(*f);
+  if (findings_end_the_job(k.found, k.mode)) return k.found;
+  return {};
+}
+
+// 8. The speedup, from the candidate's timed loop and the reference's.
+void record_speedup(KernelBenchRun& k, v1::Result& r) {
+  const json& crep = *k.cand.report;
+  if (k.timed() && crep.contains("timing"))
+    set_kernelbench_speedup(*r.mutable_performance(), crep["timing"], k.baseline, *k.seen, k.marks, k.worker_marks,
+                            k.compat, k.orep.value("roofline", json()));
+  if (r.performance().speedup_source() == "trusted_clock") add_flag(r, "outside_clock_disagrees");
+}
+
+}  // namespace
+
+void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& r, std::string& detail) {
+  KernelBenchRun k(job, ctx, r);
+  // A stage's end goes into the Result: a failure as it is, findings through final_verdict.
+  const auto ended = [&](const StageEnd& end) {
+    if (const auto* d = std::get_if<Decision>(&end)) record_verdict(r, *d);
+    else if (const auto* found = std::get_if<Findings>(&end)) record_verdict(r, final_verdict(*found, k.mode));
+    else return false;
+    return true;
+  };
+  if (ended(build(k, r, detail))) return;
+  k.clock.start(v1::STAGE_ORACLE);
+  if (ended(take_device(k, r)) || ended(prepare_oracle(k, r, detail))) return;
+  k.clock.start(v1::STAGE_CANDIDATE);
+  run_candidate(k, r);
+  if (ended(candidate_end(k, r, detail))) return;
+  k.clock.start(v1::STAGE_COMPARE);
+  if (ended(compare_outputs(k, r))) return;
+  k.clock.start(v1::STAGE_TIMING);
+  if (ended(integrity_findings(k, r))) return;
+  k.clock.start(v1::STAGE_LEGALITY);
+  if (ended(legality_findings(k, r))) return;
+  record_speedup(k, r);
+  ended(k.found);
+  if (k.found.empty()) k.clock.start(v1::STAGE_DONE);
+}
+
+}  // namespace kj

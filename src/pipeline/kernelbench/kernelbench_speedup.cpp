@@ -1,0 +1,80 @@
+#include "pipeline/kernelbench/kernelbench_speedup.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "pipeline/kernelbench/kernelbench_checks.h"
+#include "pipeline/checks/stats.h"
+
+namespace kj {
+namespace v1 = kjudge::v1;
+using nlohmann::json;
+
+v1::TimingStats stats_of(const json& timing) {
+  const std::vector<double> ms = json_doubles(timing, "trial_ms");
+  v1::TimingStats s = timing_stats(ms, timing.value("method", ""));
+  if (!ms.empty()) s.set_max_ms(*std::max_element(ms.begin(), ms.end()));
+  if (timing.contains("kernelbench_stats")) {  // KernelBench's rounding (3 significant figures)
+    const auto& k = timing["kernelbench_stats"];
+    s.set_mean_ms(k.value("mean", 0.0));
+    s.set_std_ms(k.value("std", 0.0));
+    s.set_min_ms(k.value("min", 0.0));
+    s.set_max_ms(k.value("max", 0.0));
+  }
+  return s;
+}
+
+namespace {
+double median_of(const std::vector<double>& xs) { return timing_stats(xs, "").median_ms(); }
+
+// The candidate's per-call times on the daemon's clock, less the harness's overhead.
+std::vector<double> trusted_calls(const TimedLoop& loop, double overhead_ms) {
+  std::vector<double> out;
+  for (double x : loop.call_ms) out.push_back(std::max(x - overhead_ms, 0.0));
+  return out;
+}
+
+void set_interval(v1::Performance& perf, Interval base, Interval cand) {
+  if (cand.low <= 0 || base.low <= 0) return;
+  perf.set_speedup_ci_low(base.low / cand.high);
+  perf.set_speedup_ci_high(base.high / cand.low);
+}
+}  // namespace
+
+std::optional<double> harness_overhead_ms(const json& timing, const TimedLoop& loop) {
+  const auto events = json_doubles(timing, "trial_ms");
+  if (loop.call_ms.empty() || loop.call_ms.size() != events.size()) return std::nullopt;
+  return std::max(0.0, median_of(loop.call_ms) - median_of(events));
+}
+
+void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
+  *perf.mutable_candidate() = stats_of(*f.candidate);
+  *perf.mutable_baseline() = stats_of(*f.baseline);
+  if (f.compiled_baseline) *perf.mutable_compiled_baseline() = stats_of(*f.compiled_baseline);
+  perf.set_speedup_source("events");
+  std::vector<double> cand = json_doubles(*f.candidate, "trial_ms");
+  const std::vector<double> base = json_doubles(*f.baseline, "trial_ms");
+  if (f.compat) {  // KernelBench's loop and figures: means of event times
+    if (perf.candidate().mean_ms() <= 0) return;
+    perf.set_speedup(perf.baseline().mean_ms() / perf.candidate().mean_ms());
+    if (perf.has_compiled_baseline()) perf.set_speedup_vs_compiled(perf.compiled_baseline().mean_ms() / perf.candidate().mean_ms());
+    set_interval(perf, mean_interval(base), mean_interval(cand));
+    return;
+  }
+  double cand_ms = perf.candidate().median_ms();
+  if (f.candidate_loop && f.harness_overhead_ms && f.candidate_loop->call_ms.size() == cand.size()) {
+    auto trusted = trusted_calls(*f.candidate_loop, *f.harness_overhead_ms);
+    perf.set_trusted_call_ms(median_of(trusted));
+    if (perf.trusted_call_ms() > cand_ms * kTrustedSlackRatio + kTrustedSlackMs) {
+      cand_ms = perf.trusted_call_ms();
+      cand = std::move(trusted);
+      perf.set_speedup_source("trusted_clock");
+    }
+  }
+  if (cand_ms <= 0) return;
+  perf.set_speedup(perf.baseline().median_ms() / cand_ms);
+  if (perf.has_compiled_baseline()) perf.set_speedup_vs_compiled(perf.compiled_baseline().median_ms() / cand_ms);
+  set_interval(perf, median_interval(base), median_interval(cand));
+}
+
+}  // namespace kj

@@ -1,0 +1,41 @@
+// The speedup of a KernelBench-format job: which figures decide it, and their spread
+// (docs/timing.md). The candidate's in-process CUDA events are believed only while the daemon's
+// clock confirms them: each timed call is bracketed by kernel-stamped marks, and the harness's own
+// overhead around a call is measured on the reference's loop (a process that runs no candidate
+// code). A candidate whose events claim less than its calls took on the daemon's clock is timed by
+// the daemon's clock instead.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "kjudge/v1/result.pb.h"
+#include "pipeline/checks/loop_marks.h"
+
+namespace kj {
+
+// Events may undercount a call by this much before the daemon's clock replaces them (the marks'
+// own jitter on a loaded node).
+inline constexpr double kTrustedSlackRatio = 1.10;
+inline constexpr double kTrustedSlackMs = 0.02;
+
+struct SpeedupFacts {
+  const nlohmann::json* candidate = nullptr;           // the candidate's loop (timing.py's report)
+  const nlohmann::json* baseline = nullptr;            // the reference's eager loop
+  const nlohmann::json* compiled_baseline = nullptr;   // torch.compile's, if any
+  const TimedLoop* candidate_loop = nullptr;           // the candidate's loop on the daemon's clock
+  std::optional<double> harness_overhead_ms;           // per call, from the reference's loop
+  bool compat = false;                                  // KernelBench's figures: means, events only
+};
+
+kjudge::v1::TimingStats stats_of(const nlohmann::json& timing);
+
+// The harness's per-call overhead on the daemon's clock: median(T - B) - median(events) of a
+// trusted loop; nullopt without a complete bracketing of its calls.
+std::optional<double> harness_overhead_ms(const nlohmann::json& timing, const TimedLoop& loop);
+
+// Fills candidate, baseline and compiled_baseline stats, speedup(s), the 95% interval,
+// trusted_call_ms and speedup_source.
+void set_speedup(kjudge::v1::Performance& perf, const SpeedupFacts& f);
+
+}  // namespace kj
