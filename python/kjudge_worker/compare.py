@@ -1,4 +1,4 @@
-"""The comparator of src/pipeline/compare.cpp, on the tensors' own device (no host copy): the same
+"""The comparator of src/pipeline/checks/compare.cpp, on the tensors' own device (no host copy): the same
 tolerance rules and the same report fields. In float64, in chunks, so memory stays bounded.
   pass  |a - e| <= atol * (scale_aware ? max(1, max finite |e|) : 1) + rtol * |e|
   NaN   matches NaN only when nan_equal; a NaN where a number was expected is counted apart
