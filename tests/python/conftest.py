@@ -11,6 +11,16 @@ import redis
 
 REDIS_SERVER = os.environ.get("KJUDGE_REDIS_SERVER", "/usr/bin/redis-server")
 
+# The longest files (minutes each on 2 cores) run first, so that under pytest-xdist (scripts/test:
+# -n 2) no worker starts one of them last while the other sits idle. Only the order changes.
+SLOW_FIRST = ["test_kernelbench_suite.py", "test_bench_e2e.py", "test_kernelbench_pch.py", "test_build_nodes.py",
+              "test_fidelity_e2e.py", "test_e2e.py", "test_build_single_flight.py", "test_worker_memory.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
 
 @pytest.fixture
 def redis_url(tmp_path):

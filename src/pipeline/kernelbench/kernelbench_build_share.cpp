@@ -30,7 +30,7 @@ bool valid_file_path(const std::string& path) {
          name.find_first_of(std::string("/\0", 2)) == std::string::npos;
 }
 
-std::optional<std::string> read_file(const fs::path& p) {
+std::optional<std::string> read_file_if_any(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return std::nullopt;
   std::stringstream ss;
@@ -68,7 +68,7 @@ std::optional<SharedBuild> shared_success(const std::string& key, const json& me
   for (const auto& rec : b.memo["extensions"]) {
     const std::string ext = rec.value("key", ""), so = fs::path(rec.value("so", "")).filename().string();
     if (!valid_ext_key(ext) || so.empty()) return std::nullopt;
-    auto bytes = read_file(ext_cache / ext / so);
+    auto bytes = read_file_if_any(ext_cache / ext / so);
     if (!bytes) return std::nullopt;
     b.files.push_back({ext + "/" + so, std::move(*bytes)});
   }
