@@ -46,7 +46,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr unsigned kAudits = 3;
+constexpr unsigned kKernelBenchAudits = 3;
 // Candidates together get this share of the device, each as much as the worker estimates for its
 // job (its input copies, outputs, timing pool); the rest is the worker's cache, its one large set in
 // use at a time, the contexts and torch's allocator slack.
@@ -224,7 +224,7 @@ void plan_sets_and_timing(KernelBenchRun& k, json& sets) {
   k.seeds = k.compat ? GroupSeeds::kernelbench() : group_seeds(k.job);
   const unsigned min_trials = k.trials.min_trials, max_trials = k.trials.max_trials;
   std::vector<unsigned> audits;
-  if (!k.compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kAudits, std::max(min_trials, 2u)));
+  if (!k.compat && max_trials) audits = pick_audit_calls(std::max(min_trials, 2u), std::min(kKernelBenchAudits, std::max(min_trials, 2u)));
   k.timing = {{"warmup", k.trials.warmup},
               {"min_trials", min_trials},
               {"max_trials", max_trials},

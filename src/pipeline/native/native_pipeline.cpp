@@ -39,7 +39,7 @@ namespace {
 
 constexpr unsigned kDefaultSets = 4;
 constexpr unsigned kTimingPoolExtra = 3;  // extra declared-distribution sets the timed loop rotates through
-constexpr unsigned kAudits = 4;
+constexpr unsigned kNativeAudits = 4;
 constexpr double kTargetRelCi = 0.01;
 
 struct Side {
@@ -261,7 +261,7 @@ void write_sets(NativeRun& n) {
 // Audited timed calls, chosen here and given to both parties (the reference's outputs for them are
 // the expected ones); at least one after the first pass through the pool, where memoizing would pay.
 void add_audits(v1::RunnerRequest& req, const TrialPlan& trials, unsigned pool_extra) {
-  auto audit = pick_audit_calls(trials.min_trials, kAudits);
+  auto audit = pick_audit_calls(trials.min_trials, kNativeAudits);
   const unsigned pool_size = 1 + pool_extra;
   if (trials.min_trials > pool_size && std::all_of(audit.begin(), audit.end(), [&](unsigned a) { return a < pool_size; }))
     audit.back() = pool_size + pick_audit_calls(trials.min_trials - pool_size, 1).front();
