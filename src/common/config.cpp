@@ -18,6 +18,11 @@ void take(const toml::table& t, std::string_view key, T& out) {
   if (auto v = t[key].value<T>()) out = *v;
 }
 
+// A path setting: an empty string keeps the default, as an absent key does.
+void take_path(const toml::table& t, std::string_view key, std::filesystem::path& out) {
+  if (auto v = t[key].value<std::string>(); v && !v->empty()) out = *v;
+}
+
 void take_u32(const toml::table& t, std::string_view key, std::uint32_t& out) {
   if (auto v = t[key].value<std::int64_t>()) {
     if (*v < 0 || *v > UINT32_MAX) throw std::runtime_error(std::string(key) + " out of range");
@@ -198,26 +203,16 @@ void apply_tenants(const toml::table* ts, Config& c) {
 
 // [kernelbench]: the harness, its caches, the trusted worker
 void apply_kernelbench(const toml::table* k, Config& c) {
-  std::string s;
-  take(*k, "python", s);
-  if (!s.empty()) c.kernelbench.python = s;
-  s.clear();
-  take(*k, "harness_dir", s);
-  if (!s.empty()) c.kernelbench.harness_dir = s;
-  s.clear();
-  take(*k, "cache_dir", s);
-  if (!s.empty()) c.kernelbench.cache_dir = s;
-  s.clear();
-  take(*k, "kernel_trace_lib", s);
-  if (!s.empty()) c.kernelbench.kernel_trace_lib = s;
+  take_path(*k, "python", c.kernelbench.python);
+  take_path(*k, "harness_dir", c.kernelbench.harness_dir);
+  take_path(*k, "cache_dir", c.kernelbench.cache_dir);
+  take_path(*k, "kernel_trace_lib", c.kernelbench.kernel_trace_lib);
   take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
   take(*k, "precompiled_header", c.kernelbench.precompiled_header);
   take(*k, "nvcc_halves", c.kernelbench.nvcc_halves);
   take(*k, "adjacent_baseline", c.kernelbench.adjacent_baseline);
   take(*k, "zygote", c.kernelbench.zygote);
-  s.clear();
-  take(*k, "resume_lib", s);
-  if (!s.empty()) c.kernelbench.resume_lib = s;
+  take_path(*k, "resume_lib", c.kernelbench.resume_lib);
   take_u32(*k, "compile_wall_ms", c.kernelbench.compile_wall_ms);
   take_u32(*k, "run_wall_ms", c.kernelbench.run_wall_ms);
   take_u32(*k, "reference_wall_ms", c.kernelbench.reference_wall_ms);
@@ -230,9 +225,7 @@ void apply_kernelbench(const toml::table* k, Config& c) {
 void apply(const toml::table& root, Config& c) {
   if (auto d = root["daemon"].as_table()) {
     take(*d, "node", c.node);
-    std::string s;
-    take(*d, "state_dir", s);
-    if (!s.empty()) c.state_dir = s;
+    take_path(*d, "state_dir", c.state_dir);
     std::int64_t w = c.workers;
     take(*d, "workers", w);
     if (w < 1 || w > 1024) throw std::runtime_error("daemon.workers must be in 1..1024");

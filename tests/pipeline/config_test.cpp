@@ -36,6 +36,19 @@ TEST(Config, KernelTraceLibBesideTheBinaryOrConfigured) {
   EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.kernel_trace_lib, "/opt/x/libkt.so");
 }
 
+TEST(Config, AnEmptyPathKeepsTheDefaultAGivenOneReplacesIt) {
+  const auto defaults = kj::load_config(std::nullopt);
+  TempDir d;
+  write(d.path / "kjudged.toml", "[daemon]\nstate_dir = \"\"\n[kernelbench]\npython = \"\"\nresume_lib = \"\"\n"
+                                 "cache_dir = \"/srv/kjcache\"\nharness_dir = \"/opt/kj/python\"\n");
+  const auto c = kj::load_config(d.path / "kjudged.toml");
+  EXPECT_EQ(c.state_dir, defaults.state_dir);
+  EXPECT_EQ(c.kernelbench.python, defaults.kernelbench.python);
+  EXPECT_EQ(c.kernelbench.resume_lib, defaults.kernelbench.resume_lib);
+  EXPECT_EQ(c.kernelbench.cache_dir, "/srv/kjcache");
+  EXPECT_EQ(c.kernelbench.harness_dir, "/opt/kj/python");
+}
+
 TEST(Config, NvccHalvesOnByDefaultAndSwitchedOff) {
   EXPECT_TRUE(kj::load_config(std::nullopt).kernelbench.nvcc_halves);
   TempDir d;
