@@ -201,8 +201,7 @@ class Job:
         report = {}
         compiled = None if self.problem.compat else self.compiled_reference(pool[0])
         with GpuLock(self.lock_path), torch.no_grad(), numerics.scoped(self.problem.compat):
-            self.sm_clock.settle()
-            start = self.sm_clock.mhz()
+            start, _ = self.sm_clock.settle()
             if self.problem.compat:
                 report["baseline"] = timing.kernelbench_loop(self.problem.model, pool[0], self.device)
             else:
