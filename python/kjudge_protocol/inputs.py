@@ -40,8 +40,19 @@ def seeded(seed):
     jobs in threads at once, and draws interleaved between threads are neither the seed's values
     (weights differ from the candidate's own draw) nor made again the same (a remade set differs
     from the one handed over)."""
-    with _RNG:
+    with generators_held():
         set_seed(seed)
+        yield
+
+
+@contextlib.contextmanager
+def generators_held():
+    """torch's global generators held, not seeded: for work that saves their state and sets it
+    back when it ends (torch.compile's first call: Dynamo's preserve_rng_state), which would
+    rewind another thread's seeded draw midway (its model's weights then are not the ones the
+    candidate draws: an honest kernel judged wrong on almost every element, 4 H100 run 18).
+    Nothing is acquired while it is held."""
+    with _RNG:
         yield
 
 

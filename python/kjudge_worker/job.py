@@ -199,7 +199,7 @@ class Job:
         cfg = dict(self.timing_cfg)
         cfg["audit_calls"] = []
         report = {}
-        compiled = None if self.problem.compat else self.compiled_reference(pool[0])
+        compiled = None if self.problem.compat else self.compiled_reference(pool)
         with GpuLock(self.lock_path), torch.no_grad(), numerics.scoped(self.problem.compat):
             start, _ = self.sm_clock.settle()
             if self.problem.compat:
@@ -212,18 +212,22 @@ class Job:
             report["baseline"]["sm_clock_mhz"] = [start, self.sm_clock.mhz()]
         return report
 
-    def compiled_reference(self, values):
+    def compiled_reference(self, pool):
         """The torch.compile baseline, compiled before its timed loop: its first call runs Dynamo and
         Inductor (seconds of CPU), which inside the exclusive lock held every other job's GPU work
         on the device for that long (rlstep, 4 H100s: 651 s of baseline timing over 82 jobs). The
         first call holds the lock shared, as the worker's other GPU work does. None: the reference
-        does not compile (it then simply has no compiled baseline)."""
+        does not compile (it then simply has no compiled baseline). It compiles on every set of the
+        timing pool (a set that failed a guard would compile again inside the timed loop), with
+        torch's global generators held: Dynamo sets them back as it found them when it ends."""
         compiled = compiled_model(self.problem.model, self.device)
         if compiled is None:
             return None
         try:
             with GpuLock(self.lock_path, shared=True), torch.no_grad(), numerics.scoped(self.problem.compat):
-                compiled(*values)
+                with kin.generators_held():
+                    for values in pool:
+                        compiled(*values)
                 torch.cuda.synchronize(self.device)
         except Exception:  # noqa: BLE001 -- a failed compile costs the compiled figure, never the job
             return None

@@ -2,6 +2,7 @@
 serving its control socket, a candidate's channel client in this process. kjudged's side of the
 same protocol runs in the end-to-end KernelBench tests; the GPU transport (VMM) on the GPU node
 (bench/gpu_worker)."""
+import contextlib
 import json
 import os
 import shutil
@@ -361,6 +362,51 @@ def test_the_trusted_side_draws_random_numbers_only_from_generators_of_its_own()
                         and node.func.attr in RANDOM_DRAWS and not any(k.arg == "generator" for k in node.keywords)):
                     found.append(f"{path.name}:{node.lineno} {node.func.attr}")
     assert found == []
+
+
+def test_a_compile_that_restores_the_generators_cannot_rewind_another_jobs_seeded_draw(monkeypatch):
+    """torch.compile's first call saves torch's global generators and sets them back when it ends
+    (Dynamo's preserve_rng_state). Run beside another job drawing its model's weights under the
+    weight seed, that rewound the draw midway: weights unlike the candidate's, an honest kernel
+    INCORRECT on almost every element (4 H100 run 18). The compile holds the generators."""
+    import threading
+    import time
+    import types
+    from kjudge_protocol import inputs as kin
+    from kjudge_worker import job as jobmod
+    compiling = threading.Event()
+
+    def fake_compile(model, device):
+        def compiled(*args):  # what Dynamo does around a compile: state saved, work, state set back
+            state = torch.random.get_rng_state()
+            compiling.set()
+            time.sleep(0.3)
+            torch.random.set_rng_state(state)
+            return model(*args)
+        return compiled
+
+    monkeypatch.setattr(jobmod, "GpuLock", lambda path, shared=False: contextlib.nullcontext())
+    monkeypatch.setattr(jobmod, "compiled_model", fake_compile)
+    monkeypatch.setattr(jobmod.torch.cuda, "synchronize", lambda *a: None)
+    problem = types.SimpleNamespace(model=torch.nn.ReLU(), compat=False)
+    job = jobmod.Job({"job_id": "c"}, problem, None, torch.device("cpu"), "",
+                     jobmod.Heavy(threading.RLock(), 0, torch.device("cpu")))
+    with kin.seeded(11):
+        expected = torch.rand(2000)
+    drawn = []
+
+    def draw_weights():
+        compiling.wait(5)
+        with kin.seeded(11):
+            first = torch.rand(1000)
+            time.sleep(0.6)  # the compile ends in here, were it not holding the generators
+            drawn.append(torch.cat([first, torch.rand(1000)]))
+
+    other = threading.Thread(target=draw_weights)
+    other.start()
+    assert job.compiled_reference([[torch.randn(8)]]) is not None
+    other.join()
+    assert torch.equal(drawn[0], expected)
 
 
 def test_the_compiled_baseline_compiles_outside_the_exclusive_lock(monkeypatch):
