@@ -168,14 +168,15 @@ class Job:
 
     def candidate_bytes(self):
         """Device memory one candidate of this job causes at its peak (the worker's copies it is
-        handed included): a set's inputs, its output and the poisoned block before it, or the timing
-        pool's inputs with the outputs of two calls and the audited ones it keeps."""
+        handed included): its model's parameters (as many bytes as the reference's: it draws them
+        under the same seed), then a set's inputs, its output and the poisoned block before it, or
+        the timing pool's inputs with the outputs of two calls and the audited ones it keeps."""
         in_max = max((e["input_nbytes"] for e in self.specs), default=0)
         out_max = max((e["output_nbytes"] for e in self.specs), default=0)
         pool_in = sum(self.specs[k]["input_nbytes"] for k in self.pool)
         correctness = in_max + 2 * out_max
         timed = pool_in + (2 + len(self.audits)) * out_max
-        return int(max(correctness, timed) + CANDIDATE_SLACK)
+        return int(self.problem.bytes + max(correctness, timed) + CANDIDATE_SLACK)
 
     def set_values(self, entry):
         """(inputs, expected) of one set: from the cache, else made now (and cached if it fits)."""

@@ -223,11 +223,13 @@ def test_device_comparator_matches_the_daemons_rules(dtype):
     assert not compare.compare(f, torch.tensor([100.0, 0.009]), 1e-4, 1e-4, scale_aware=False)["passed"]
 
 
-def sized_job(total, sets, audits=()):
-    """A worker Job with sets of the given (input, output) byte sizes, on a device of `total` bytes."""
+def sized_job(total, sets, audits=(), param_bytes=0):
+    """A worker Job with sets of the given (input, output) byte sizes and a model of `param_bytes`,
+    on a device of `total` bytes."""
     import threading
+    import types
     from kjudge_worker.job import Heavy, Job
-    job = Job({"job_id": "sized"}, None, None, torch.device("cpu"), "",
+    job = Job({"job_id": "sized"}, types.SimpleNamespace(bytes=param_bytes), None, torch.device("cpu"), "",
               Heavy(threading.RLock(), total, torch.device("cpu")))
     job.specs = [{"index": k, "input_nbytes": i, "output_nbytes": o} for k, (i, o) in enumerate(sets)]
     job.audits = list(audits)
@@ -243,6 +245,10 @@ def test_the_timing_pool_of_large_sets_is_bounded_by_device_memory():
     # the admission estimate: the pool's inputs, two calls' outputs and the audited one kept
     big.pool, big.audits = [0], [7]
     assert big.candidate_bytes() == 6 * gb + 3 * 6 * gb + (1 << 30)
+    # and the candidate's own model, as large as the reference's (level 3's wide MLPs: GBs of weights)
+    wide = sized_job(80 * gb, [(1 << 20, 1 << 20)], param_bytes=5 * gb)
+    wide.pool, wide.audits = [0], []
+    assert wide.candidate_bytes() == 5 * gb + (1 << 20) + 2 * (1 << 20) + (1 << 30)
 
 
 def test_large_sets_are_used_by_one_job_at_a_time_small_ones_together():

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "pipeline/checks/engine_checks.h"
 #include "pipeline/run/gpu_lock.h"
+#include "pipeline/run/device_shortage.h"
 #include "pipeline/job/group_seeds.h"
 #include "pipeline/run/harness_step.h"
 #include "pipeline/job/inputs.h"
@@ -423,14 +424,13 @@ StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
     return node_fault(fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
                                   "(its sets, other jobs' timed loops on a busy node): judged again",
                                   waited));
-  // Device memory: a candidate that ran out of it while it held and asked for no more than it was
-  // admitted with found the device filled by other jobs: ours (retried), not its RUNTIME_ERROR.
-  // (A retry had the device alone, admitted with 0 bytes: its shortage is its own.)
-  if (cand.report && cand.report->contains("device_bytes_needed") &&
-      cand.report->value("device_bytes_needed", std::uint64_t{0}) <= k.device_hold->bytes())
-    return node_fault(fmt::format("the device had no room for the {:.1f} GiB the candidate was admitted with "
-                                  "(other jobs' memory on a busy node): judged again",
-                                  k.device_hold->bytes() / double(1ull << 30)));
+  // Device memory: a shortage on a busy node is ours (retried with the device alone), not its RUNTIME_ERROR.
+  if (cand.report && cand.report->contains("device_bytes_needed"))
+    if (auto ours = device_shortage_is_ours({cand.report->value("device_bytes_needed", std::uint64_t{0}),
+                                             k.device_hold->bytes(),
+                                             k.orep.value("device_total_bytes", std::uint64_t{0}),
+                                             k.ctx.delivery <= 1}))
+      return node_fault(*ours);
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false,
                               k.limits.run_ms, cand.host_fault, has_device_ready_mark(k.marks))) {
