@@ -1,14 +1,18 @@
 """What a cached baseline is only valid on (the device model and driver, torch and its CUDA, the
-interpreter): cheap to compute, so the worker checks it before skipping the reference's timing."""
+interpreter, the timing method): cheap to compute, so the worker checks it before skipping the
+reference's timing."""
 import sys
 
 import torch
 
+from . import timing
+
 
 def node_identity(device):
     """What a cached baseline is only valid on: the device model and driver, torch and its CUDA,
-    the interpreter. Cheap to compute, so the worker checks it before skipping its timing."""
-    parts = [f"torch {torch.__version__}", f"cuda {torch.version.cuda}", sys.executable]
+    the interpreter, the timing method. Cheap to compute, so the worker checks it before skipping
+    its timing."""
+    parts = [f"torch {torch.__version__}", f"cuda {torch.version.cuda}", sys.executable, f"timing {timing.PROTOCOL}"]
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         parts += [props.name, f"cc {props.major}.{props.minor}", f"sms {props.multi_processor_count}",

@@ -89,3 +89,37 @@ def test_settling_ends_when_the_clock_stops_rising_below_the_maximum(monkeypatch
 def test_without_nvml_there_is_nothing_to_settle_or_read():
     clock = sm_clock.SmClock(torch.device("cpu"))
     assert clock.settle() == (None, 0.0) and clock.mhz() is None
+
+
+def test_the_calls_launch_overlaps_the_l2_flush_instead_of_an_idle_device(monkeypatch):
+    """Per timed call: the previous work waited for, the flush queued, then the start event at
+    once (no wait for the flush: the call's host-side launch hides behind it, as in do_bench and
+    KernelBench), the call, the end event and a device-wide wait."""
+    order = []
+
+    class Event:
+        def __init__(self, **kw):
+            pass
+
+        def record(self):
+            order.append("event")
+
+        def elapsed_time(self, other):
+            return 1.0
+
+    class FlushBuffer:
+        def zero_(self):
+            order.append("flush")
+
+    monkeypatch.setattr(timing.torch.cuda, "Event", Event)
+    monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda *a: order.append("sync"))
+    timer = timing.DeviceTimer(torch.device("cpu"), l2_flush=False)
+    timer.cuda, timer.flush_buf, timer.reset_l2 = True, FlushBuffer(), lambda: order.append("reset")
+    timer.before_call()
+    timer.call(lambda: order.append("call"), [])
+    assert order == ["sync", "reset", "flush", "event", "call", "event", "sync"]
+
+
+def test_a_baseline_timed_by_another_method_is_not_the_cache_entry_of_this_one():
+    from kjudge_protocol.node_identity import node_identity
+    assert f"timing {timing.PROTOCOL}" in node_identity(torch.device("cpu"))
