@@ -1,0 +1,102 @@
+"""Where a strict timed loop's time goes, for small kernels: KernelBench problems' references timed
+in one process by KernelBench's loop (compat), the strict loop as it is, the strict loop with the
+flush waited for before the start event (the method until run 18), on one input set instead of
+the rotating pool, and with the per-call perturbation. Each method R times, in rotating order,
+every repetition on freshly drawn inputs (another placement).
+
+Usage (the device tool): PYTHONPATH=python python3 bench/timing_probe/probe.py --out $OUT/probe.json
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+from kjudge_protocol import inputs as kin
+from kjudge_protocol import timing
+from kjudge_protocol.module_loader import load_module
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBLEMS = ["level1/12_", "level1/95_", "level1/88_", "level1/40_", "level1/19_"]
+
+
+class WaitForFlush(timing.DeviceTimer):
+    """The strict loop's method until run 18: the flush waited for before the start event."""
+
+    def before_call(self):
+        super().before_call()
+        self.sync()
+
+
+def strict(model, pool, device, seed=0, timer=None):
+    cfg = {"warmup": 3, "min_trials": 10, "max_trials": 100, "target_rel_ci": 0.01, "perturb_seed": seed}
+    old = timing.DeviceTimer
+    if timer is not None:
+        timing.DeviceTimer = timer
+    try:
+        return statistics.median(timing.strict_loop(model, pool, cfg, device)["trial_ms"])
+    finally:
+        timing.DeviceTimer = old
+
+
+METHODS = {
+    "compat (KernelBench's loop)": lambda m, pool, d: statistics.mean(timing.kernelbench_loop(m, pool[0], d)["trial_ms"]),
+    "strict": lambda m, pool, d: strict(m, pool, d),
+    "strict, flush waited for": lambda m, pool, d: strict(m, pool, d, timer=WaitForFlush),
+    "strict, one set": lambda m, pool, d: strict(m, pool[:1], d),
+    "strict, perturbed calls": lambda m, pool, d: strict(m, pool, d, seed=0x5EED),
+}
+
+
+def draw_pool(module, device, n):
+    return [kin.generate(module, 1000 + k, device, on_device=True) for k in range(n)]
+
+
+def probe(path, device, repeats, pool_size):
+    module = load_module(path, "probe_" + os.path.basename(path)[:-3])
+    with kin.seeded(1):
+        model = module.Model(*module.get_init_inputs()).to(device).eval()
+    rows = {name: [] for name in METHODS}
+    with torch.no_grad():
+        for r in range(repeats):
+            pool = draw_pool(module, device, pool_size)
+            names = list(METHODS)
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                rows[name].append(METHODS[name](model, pool, device))
+            del pool
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dataset", default=os.path.join(HERE, "../../.kb/fidelity"))
+    ap.add_argument("--problems", nargs="*", default=PROBLEMS)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--pool", type=int, default=5)
+    ap.add_argument("--out", default="probe.json")
+    ap.add_argument("--device", default="cuda", help="cpu: a smoke test of the script itself")
+    args = ap.parse_args()
+    device = torch.device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    result = {"device": name, "torch": torch.__version__, "problems": {}}
+    for prefix in args.problems:
+        paths = sorted(glob.glob(os.path.join(args.dataset, prefix + "*.py")))
+        if not paths:
+            print(f"{prefix}: not in {args.dataset}", file=sys.stderr)
+            continue
+        rows = probe(paths[0], device, args.repeats, args.pool)
+        result["problems"][os.path.basename(paths[0])] = rows
+        print(os.path.basename(paths[0]))
+        for name, ms in rows.items():
+            print(f"  {name:30s} median {statistics.median(ms):8.4f} ms  max/min {max(ms) / min(ms):.3f}  {ms}")
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
