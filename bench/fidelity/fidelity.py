@@ -203,7 +203,8 @@ def summarize_result(r):
     return {"verdict": r.get("status", "VERDICT_UNSPECIFIED"), "message": r.get("message", "")[:300],
             "cheat_class": r.get("cheatClass", ""), "sets": len(sets), "sets_passed": sum(1 for s in sets if s.get("passed")),
             "correct_sets": bool(sets) and all(s.get("passed") for s in sets),
-            "speedup": perf.get("speedup", 0.0), "cand_ms": cand.get("medianMs", 0.0), "cand_min_ms": cand.get("minMs", 0.0),
+            "speedup": perf.get("speedup", 0.0), "ci_low": perf.get("speedupCiLow", 0.0), "ci_high": perf.get("speedupCiHigh", 0.0),
+            "cand_ms": cand.get("medianMs", 0.0), "cand_min_ms": cand.get("minMs", 0.0),
             "ref_ms": base.get("medianMs", 0.0), "trials": cand.get("trials", 0), "stop_reason": perf.get("stopReason", ""),
             "median_rel_ci": perf.get("medianRelCi", 0.0), "baseline_cached": perf.get("baselineCached", False),
             "cand_sm_mhz": perf.get("candidateSmClockMhz", 0.0), "ref_sm_mhz": perf.get("baselineSmClockMhz", 0.0),
@@ -465,6 +466,7 @@ def build_report(rows, entries):
             row[m + "_speedup"] = {"median": _med(sp[m]), "min": min(sp[m]) if sp[m] else None, "max": max(sp[m]) if sp[m] else None, "n": len(sp[m])}
             row[m + "_cand_ms"] = _med(ms[m])
             row[m + "_spread"] = (max(sp[m]) / min(sp[m])) if len(sp[m]) >= 2 else None
+            row[m + "_ci_covers"] = ci_covers(alone[m])
         alone_pm = row[pm + "_speedup"]["median"]
         row["loaded_speedup"] = _med([r["speedup"] for r in loaded])
         row["loaded_over_alone"] = (row["loaded_speedup"] / alone_pm) if row["loaded_speedup"] and alone_pm else None
@@ -477,6 +479,18 @@ def build_report(rows, entries):
         row["compat_over_kb"] = (cs / row["kb_speedup"]) if cs and row.get("kb_speedup") else None
         table.append(row)
     return table, summarize(table)
+
+
+def ci_covers(jobs):
+    """[jobs whose reported 95% interval holds the median of all the repeats, jobs with an interval]
+    for one candidate judged R >= 2 times: does the spread a result reports cover what repeating
+    the job shows?"""
+    sp = [r["speedup"] for r in jobs if r.get("speedup", 0) > 0]
+    with_ci = [r for r in jobs if r.get("speedup", 0) > 0 and r.get("ci_low", 0) > 0]
+    if len(sp) < 2 or not with_ci:
+        return None
+    mid = _med(sp)
+    return [sum(1 for r in with_ci if r["ci_low"] <= mid <= r["ci_high"]), len(with_ci)]
 
 
 def _p90(xs):
@@ -505,6 +519,8 @@ def summarize(table):
         rep = [(t["candidate"], t[m + "_spread"]) for t in table if t[m + "_spread"] is not None and (t[m + "_cand_ms"] or 0) >= 0.1]
         s["repeat_%s" % m] = {"n": len(rep), "pass": sum(1 for _, x in rep if x <= 1.03),
                               "worst": sorted(rep, key=lambda x: -x[1])[:5]}
+        covers = [t[m + "_ci_covers"] for t in table if t[m + "_ci_covers"] and (t[m + "_cand_ms"] or 0) >= 0.1]
+        s["ci_covers_%s" % m] = [sum(c[0] for c in covers), sum(c[1] for c in covers)]
     dev = [abs(t["loaded_over_alone"] - 1) for t in table if t["loaded_over_alone"] is not None]
     s["loaded_p90_abs_dev"] = _p90(dev)
     s["loaded_n"] = len(dev)
@@ -518,6 +534,8 @@ def summarize(table):
         "honest corpus 0 CHEAT / 0 SUSPICIOUS under strict": s["strict_cheat"] == 0 and s["strict_suspicious"] == 0,
         "every job judged (no INFRA_ERROR or other job without a verdict)": not unjudged,
         "repeatability max/min <= 1.03 for kernels >= 100 us (strict)": s["repeat_strict"]["n"] > 0 and s["repeat_strict"]["pass"] == s["repeat_strict"]["n"],
+        "the reported spread (95% interval) holds the repeats' median in >= 90% of strict jobs":
+            s["ci_covers_strict"][1] > 0 and s["ci_covers_strict"][0] >= 0.9 * s["ci_covers_strict"][1],
         "p90 |loaded/alone - 1| <= 5%": s["loaded_p90_abs_dev"] is not None and s["loaded_p90_abs_dev"] <= 0.05,
         "compat correctness agreement with KernelBench >= 98%": s["compat_kb_agreement"] is not None and s["compat_kb_agreement"] >= 0.98,
         "compat-vs-KernelBench speedup within 10% for >= 90%": s["compat_kb_within10"] is not None and s["compat_kb_within10"] >= 0.90,
@@ -555,6 +573,8 @@ def markdown(table, s, meta):
                 s["strict_cheat"], s["strict_suspicious"], s["strict_unexpected"] or "none"),
             "- repeatability (max/min speedup over R, kernels >= 100 us): strict %d/%d within 1.03 (worst %s); compat %d/%d (worst %s)" % (
                 rs["pass"], rs["n"], ", ".join("%s %.3f" % w for w in rs["worst"][:3]), rc["pass"], rc["n"], ", ".join("%s %.3f" % w for w in rc["worst"][:3])),
+            "- the reported spread (speedup_ci_low..high) holds the median of the candidate's repeats: strict %d of %d jobs, compat %d of %d" % (
+                *s["ci_covers_strict"], *s["ci_covers_compat"]),
             "- loaded/alone: p90 |ratio - 1| = %s over %d candidates" % (_fmt(s["loaded_p90_abs_dev"], "%.4f"), s["loaded_n"]),
             "- compat correctness agreement with KernelBench: %s over %d" % (_fmt(s["compat_kb_agreement"], "%.3f"), s["compat_kb_agreement_n"]),
             "- compat speedup within 10%% of KernelBench's: %s over %d" % (_fmt(s["compat_kb_within10"], "%.3f"), s["compat_kb_n"]), ""]

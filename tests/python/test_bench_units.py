@@ -212,3 +212,24 @@ def test_a_kernelbench_clone_is_a_dataset(tmp_path):
     assert find_problems(clone / "KernelBench") == find_problems(clone)
     with pytest.raises(ValueError, match="no dataset folder"):
         find_problems(tmp_path / "missing")
+
+
+def load_fidelity():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "bench/fidelity/fidelity.py"
+    spec = importlib.util.spec_from_file_location("fidelity_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_fidelity_report_counts_the_jobs_whose_interval_holds_the_repeats_median():
+    fid = load_fidelity()
+    jobs = [{"speedup": 1.00, "ci_low": 0.99, "ci_high": 1.01},
+            {"speedup": 1.02, "ci_low": 1.015, "ci_high": 1.025},  # too tight: misses the median 1.01
+            {"speedup": 1.01, "ci_low": 1.00, "ci_high": 1.02},
+            {"speedup": 0.0, "ci_low": 0.0, "ci_high": 0.0}]  # no timing: not counted
+    assert fid.ci_covers(jobs) == [2, 3]
+    assert fid.ci_covers(jobs[:1]) is None  # one job: nothing to compare with
+    assert fid.ci_covers([dict(j, ci_low=0.0) for j in jobs]) is None  # no interval reported
