@@ -66,11 +66,11 @@ class Problem:
         self.bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
         self.variant_notes = {}  # transform -> what it kept (kin.transform's notes)
         self.work = None  # roofline.work_of, once the first job asks (it runs the reference once more)
+        self.input_bytes = declared_bytes(self.module)  # None: unknown (the worker then prepares it alone)
         # compat draws on the host as KernelBench does, except inputs too large for that: a host
         # draw of a 6.4 GB input takes ~10 s of one core, and each set is made up to three times
-        size = declared_bytes(self.module) if self.compat else None
         self.host_draw = device.type == "cpu" or (
-            self.compat and (size is None or size <= COMPAT_HOST_DRAW_MAX_BYTES))
+            self.compat and (self.input_bytes is None or self.input_bytes <= COMPAT_HOST_DRAW_MAX_BYTES))
 
     def make_set(self, seed, transform, gpu_lock=contextlib.nullcontext):
         """(inputs, expected output): inputs generated under `seed` (on the device in strict mode,

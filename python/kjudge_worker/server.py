@@ -2,6 +2,7 @@
 Requests: ping, prepare (a job's sets, its baseline when asked, its candidate channel), results
 (what the candidate's channel saw; the job is then forgotten), forget. Each connection is served
 by its own thread, so the jobs of several slots overlap (only timed loops take the GPU lock)."""
+import contextlib
 import json
 import os
 import socket
@@ -13,7 +14,7 @@ import torch
 
 from kjudge_protocol import node_identity, numerics, transport, wire
 
-from . import problems, roofline
+from . import prepare_budget, problems, roofline
 from .sm_clock import SmClock
 from .job import Heavy, Job, JobError
 
@@ -34,8 +35,10 @@ class Worker:
         else:
             total = 8 << 30
         self.total_bytes = total
-        # one job's sets at a time, and one large set in use at a time: their transients stay bounded
+        # one large set in use at a time (a job of large or unknown inputs prepares under it too),
+        # and the other jobs' preparations together within a share of the device
         self.heavy = threading.RLock()
+        self.preparing = prepare_budget.PrepareBudget(int(prepare_budget.PREPARE_SHARE * total))
         self.cache = problems.Cache(int(total * cache_fraction))
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
@@ -95,16 +98,19 @@ class Worker:
                                        req.get("mode"), req["weight_seed"], self.device)
             self.cache.put(("problem", key), problem, problem.bytes)
         phases["reference_init"] = time.perf_counter() - t0
-        job = Job(req, problem, self.cache, self.device, self.lock_path,
-                  Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device, self.cache),
-                  self.peaks, self.sm_clock)
-        with self.heavy:
+        heavy = Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device, self.cache)
+        job = Job(req, problem, self.cache, self.device, self.lock_path, heavy, self.peaks, self.sm_clock)
+        large = problem.input_bytes is None or problem.input_bytes >= heavy.threshold
+        t1 = time.perf_counter()
+        with self.preparing.hold(prepare_budget.estimate(problem.input_bytes, self.preparing.capacity)), \
+                (self.heavy if large else contextlib.nullcontext()):
+            phases["prepare_wait"] = time.perf_counter() - t1
             try:
                 report = job.prepare()
             finally:  # out of memory too: the blocks go back for the other jobs and the canary
                 transport.release_cached(self.device)
         report["device_total_bytes"] = self.total_bytes if self.device.type == "cuda" else 0
-        phases["sets"] = time.perf_counter() - t0 - phases["reference_init"]
+        phases["sets"] = time.perf_counter() - t0 - phases["reference_init"] - phases["prepare_wait"]
         report.update({"ok": True, "node_identity": self.identity, "torch_version": torch.__version__,
                        "device_name": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"})
         cached_on = req.get("baseline_unless_identity") or ""

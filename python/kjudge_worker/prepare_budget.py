@@ -1,0 +1,47 @@
+"""How many jobs the worker prepares at once (their sets made and run through the reference, the
+meaning checks): as many as their transients fit in a share of the device, admitted in arrival
+order. Before, one job prepared at a time (one lock around every prepare), so a job of 100 KB sets
+waited behind every 6 GB job ahead of it: `oracle.sets` took a median 12.6 s per job on 4 H100s
+(bench/results/rlstep-20261127-h100x4). A job's estimate comes from its inputs' declared size (a
+draw on the meta device); a job whose size is unknown, or whose estimate is the whole budget,
+prepares alone."""
+import contextlib
+import threading
+
+PREPARE_SHARE = 0.2            # of the device's memory: the transients of jobs preparing at once
+TRANSIENTS_PER_INPUT_BYTE = 4  # a set's inputs, its output, the reference's intermediates, a variant's copy
+TRANSIENTS_FLOOR = 256 << 20   # the reference's own workspace (cuBLAS, cuDNN) on the smallest sets
+
+
+def estimate(input_bytes, capacity):
+    """The bytes a job's prepare is admitted with (the whole budget when its size is unknown)."""
+    if input_bytes is None:
+        return capacity
+    return min(capacity, TRANSIENTS_PER_INPUT_BYTE * input_bytes + TRANSIENTS_FLOOR)
+
+
+class PrepareBudget:
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.used = 0
+        self.arrived = self.admitted = 0  # tickets: first come, first admitted (a large job is not starved)
+        self.cv = threading.Condition()
+
+    @contextlib.contextmanager
+    def hold(self, nbytes):
+        """Waits until this job is the next to be admitted and `nbytes` fit beside the jobs
+        preparing."""
+        n = min(nbytes, self.capacity)
+        with self.cv:
+            ticket = self.arrived
+            self.arrived += 1
+            self.cv.wait_for(lambda: ticket == self.admitted and self.used + n <= self.capacity)
+            self.used += n
+            self.admitted += 1
+            self.cv.notify_all()
+        try:
+            yield
+        finally:
+            with self.cv:
+                self.used -= n
+                self.cv.notify_all()
