@@ -467,6 +467,8 @@ def build_report(rows, entries):
             row[m + "_cand_ms"] = _med(ms[m])
             row[m + "_spread"] = (max(sp[m]) / min(sp[m])) if len(sp[m]) >= 2 else None
             row[m + "_ci_covers"] = ci_covers(alone[m])
+        ss, cs = row["strict_speedup"]["median"], row["compat_speedup"]["median"]
+        row["strict_over_compat"] = (ss / cs) if ss and cs else None  # two loops, one kernel: should agree
         alone_pm = row[pm + "_speedup"]["median"]
         row["loaded_speedup"] = _med([r["speedup"] for r in loaded])
         row["loaded_over_alone"] = (row["loaded_speedup"] / alone_pm) if row["loaded_speedup"] and alone_pm else None
@@ -521,6 +523,8 @@ def summarize(table):
                               "worst": sorted(rep, key=lambda x: -x[1])[:5]}
         covers = [t[m + "_ci_covers"] for t in table if t[m + "_ci_covers"] and (t[m + "_cand_ms"] or 0) >= 0.1]
         s["ci_covers_%s" % m] = [sum(c[0] for c in covers), sum(c[1] for c in covers)]
+    soc = [abs(t["strict_over_compat"] - 1) for t in table if t["strict_over_compat"] is not None]
+    s["strict_compat_p90_abs_dev"], s["strict_compat_n"] = _p90(soc), len(soc)
     dev = [abs(t["loaded_over_alone"] - 1) for t in table if t["loaded_over_alone"] is not None]
     s["loaded_p90_abs_dev"] = _p90(dev)
     s["loaded_n"] = len(dev)
@@ -575,6 +579,8 @@ def markdown(table, s, meta):
                 rs["pass"], rs["n"], ", ".join("%s %.3f" % w for w in rs["worst"][:3]), rc["pass"], rc["n"], ", ".join("%s %.3f" % w for w in rc["worst"][:3])),
             "- the reported spread (speedup_ci_low..high) holds the median of the candidate's repeats: strict %d of %d jobs, compat %d of %d" % (
                 *s["ci_covers_strict"], *s["ci_covers_compat"]),
+            "- strict/compat median speedup (two timing loops, one kernel): p90 |ratio - 1| = %s over %d candidates" % (
+                _fmt(s["strict_compat_p90_abs_dev"], "%.4f"), s["strict_compat_n"]),
             "- loaded/alone: p90 |ratio - 1| = %s over %d candidates" % (_fmt(s["loaded_p90_abs_dev"], "%.4f"), s["loaded_n"]),
             "- compat correctness agreement with KernelBench: %s over %d" % (_fmt(s["compat_kb_agreement"], "%.3f"), s["compat_kb_agreement_n"]),
             "- compat speedup within 10%% of KernelBench's: %s over %d" % (_fmt(s["compat_kb_within10"], "%.3f"), s["compat_kb_n"]), ""]
