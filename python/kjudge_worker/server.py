@@ -155,11 +155,15 @@ class Worker:
 
     def serve(self):
         path = os.path.join(self.root, "control.sock")
-        if os.path.exists(path):
-            os.unlink(path)
+        for stale in (path, path + ".new"):
+            if os.path.exists(stale):
+                os.unlink(stale)
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(path)
+        # bound and listening under another name first: the path appears only when a connect to it
+        # succeeds (a client that waits for the file met "connection refused" in between)
+        srv.bind(path + ".new")
         srv.listen(64)
+        os.rename(path + ".new", path)
         srv.settimeout(1.0)
         print(json.dumps({"worker": "ready", "device": str(self.device)}), file=sys.stderr, flush=True)
         while True:
