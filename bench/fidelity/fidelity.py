@@ -609,6 +609,8 @@ def main():
     ap.add_argument("--kb-pythonpath", default="", help="extra PYTHONPATH for KernelBench's evaluator (pydantic)")
     ap.add_argument("--kb-build-root", default="/tmp/kjfid_kb_build")
     ap.add_argument("--kb-build-processes", type=int, default=8)
+    ap.add_argument("--no-kb-builds", action="store_true",
+                    help="no KernelBench builds beside warm (run passes it when PHASES has no kb)")
     ap.add_argument("--kb-correct-trials", type=int, default=5)
     ap.add_argument("--kb-perf-trials", type=int, default=100)
     ap.add_argument("--kb-timeout-s", type=int, default=900)
@@ -686,7 +688,9 @@ def main():
     if any(p in phases for p in ("warm", "alone", "loaded")):
         judge = QueueJudge(a.redis, a.tenant, a.kjudge, a.cli)
         log("judging through kjudged at %s (%s), tenant %s" % (a.redis, judge.via, a.tenant))
-    builds = start_kb_builds(a, entries) if "warm" in phases else None
+    # KernelBench's builds beside warm, for the candidates whose kb row a later kb phase will add
+    kb_missing = [e for e in entries if not state.done("kb", e["candidate"], "kb", 0)]
+    builds = start_kb_builds(a, kb_missing) if "warm" in phases and kb_missing and not a.no_kb_builds else None
     if "warm" in phases:
         phase_warm(judge, state, a, entries, noise)
     if builds is not None:

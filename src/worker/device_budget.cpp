@@ -19,9 +19,15 @@ DeviceBudget::Hold::~Hold() {
 DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return !alone_ && !alone_waiting_ && (held_ == 0 || held_ + bytes <= capacity); });
+  const std::uint64_t ticket = next_ticket_++;
+  cv_.wait(lock, [&] {
+    return ticket == serving_ && !alone_ && !alone_waiting_ && (held_ == 0 || held_ + bytes <= capacity);
+  });
+  ++serving_;  // the next in line may now try
   held_ += bytes;
   ++holders_;
+  lock.unlock();
+  cv_.notify_all();
   if (waited) *waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Hold(this, bytes);
 }

@@ -67,4 +67,32 @@ TEST(DeviceBudget, ARetryHasTheDeviceAlone) {
   EXPECT_EQ(b.held(), 0u);
 }
 
+// Found on 4 H100s (fidelity run 18, 2026-11-27): a 6 GiB-per-tensor job measured under load
+// waited 13 minutes while 15 smaller jobs kept being admitted past it. Admission is in order.
+TEST(DeviceBudget, ALargeJobIsNotPassedBySmallerOnesArrivingAfterIt) {
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
+  std::atomic<bool> large_in{false}, small_in{false};
+  std::unique_ptr<kj::DeviceBudget::Hold> large;
+  std::thread large_job([&] {
+    large = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(80, 100));  // waits for room
+    large_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  std::thread small_job([&] {
+    auto h = b.acquire(10, 100);  // would fit beside the 60, but the large job came first
+    small_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(large_in);
+  EXPECT_FALSE(small_in);
+  running.reset();
+  large_job.join();
+  EXPECT_TRUE(large_in);
+  small_job.join();  // 80 + 10 fit: admitted right behind it
+  EXPECT_TRUE(small_in);
+  large.reset();
+  EXPECT_EQ(b.held(), 0u);
+}
+
 }  // namespace
