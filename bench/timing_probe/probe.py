@@ -1,8 +1,10 @@
 """Where a strict timed loop's time goes, for small kernels: KernelBench problems' references timed
 in one process by KernelBench's loop (compat), the strict loop as it is, the strict loop with the
 flush waited for before the start event (the method until run 18), on one input set instead of
-the rotating pool, and with the per-call perturbation. Each method R times, in rotating order,
-every repetition on freshly drawn inputs (another placement).
+the rotating pool, with the per-call perturbation, on sets in VMM buffers shared as the worker
+shares them with a candidate (exported, imported as the candidate's own timing copies), and with
+the daemon's clock marks sent around each call (a datagram socket this process drains). Each
+method R times, in rotating order, every repetition on freshly drawn inputs (another placement).
 
 Usage (the device tool): PYTHONPATH=python python3 bench/timing_probe/probe.py --out $OUT/probe.json
 """
@@ -10,13 +12,17 @@ import argparse
 import glob
 import json
 import os
+import socket
 import statistics
 import sys
+import tempfile
+import threading
 
 import torch
 
 from kjudge_protocol import inputs as kin
 from kjudge_protocol import timing
+from kjudge_protocol import transport
 from kjudge_protocol.module_loader import load_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,15 +37,68 @@ class WaitForFlush(timing.DeviceTimer):
         self.sync()
 
 
-def strict(model, pool, device, seed=0, timer=None):
+def strict(model, pool, device, seed=0, timer=None, clock_path=None):
     cfg = {"warmup": 3, "min_trials": 10, "max_trials": 100, "target_rel_ci": 0.01, "perturb_seed": seed}
     old = timing.DeviceTimer
     if timer is not None:
         timing.DeviceTimer = timer
     try:
-        return statistics.median(timing.strict_loop(model, pool, cfg, device)["trial_ms"])
+        return statistics.median(timing.strict_loop(model, pool, cfg, device, clock_path=clock_path)["trial_ms"])
     finally:
         timing.DeviceTimer = old
+
+
+def shared_pool(pool, device):
+    """Each tensor of each set as a candidate's timing copy: exported by this process as the worker
+    exports it and imported again as the candidate imports its own writable copies."""
+    keep, out = [], []
+    for args in pool:
+        row = []
+        for t in args:
+            if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
+                row.append(t)
+                continue
+            fd, holder = transport.export(t)
+            view, buf = transport.open_shared(fd, transport.describe(t), device, "own")
+            keep += [holder, buf]
+            row.append(view)
+        out.append(row)
+    return out, keep
+
+
+def strict_shared(model, pool, device):
+    shared, keep = shared_pool(pool, device)
+    try:
+        return strict(model, shared, device)
+    finally:
+        del shared
+        for b in keep:
+            b.close()
+
+
+def strict_marked(model, pool, device):
+    """The loop's clock marks sent to a datagram socket that a thread of this process drains."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "clock.sock")
+        sink = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sink.bind(path)
+        sink.settimeout(0.2)
+        stop = threading.Event()
+
+        def drain():
+            while not stop.is_set():
+                try:
+                    sink.recv(64)
+                except OSError:
+                    pass
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        try:
+            return strict(model, pool, device, clock_path=path)
+        finally:
+            stop.set()
+            reader.join()
+            sink.close()
 
 
 METHODS = {
@@ -48,6 +107,8 @@ METHODS = {
     "strict, flush waited for": lambda m, pool, d: strict(m, pool, d, timer=WaitForFlush),
     "strict, one set": lambda m, pool, d: strict(m, pool[:1], d),
     "strict, perturbed calls": lambda m, pool, d: strict(m, pool, d, seed=0x5EED),
+    "strict, sets in shared VMM buffers": strict_shared,
+    "strict, clock marks sent": strict_marked,
 }
 
 

@@ -4,9 +4,16 @@ The trusted worker kjudged keeps per GPU and tenant (its own sandbox, the GPU's 
 torch imported and CUDA initialised once, references and input sets cached on the device.
 `root` is its directory (/job in the sandbox): the control socket, the references kjudged puts
 there, the jobs' channel sockets and clock sockets."""
+import os
 import sys
 
-from .server import Worker
+# Before torch's allocator starts: the worker's sets come and go in many sizes (MBs to 14 GiB), and
+# with fixed segments the freed ones stayed reserved in pieces no large set fits (an H100 under
+# 16 jobs, fidelity run 19: "12.05 GiB reserved but unallocated" beside a failed 12 GiB output
+# check, three deliveries in a row). Expandable segments give whole freed ranges back.
+os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+
+from .server import Worker  # noqa: E402 -- after the allocator's setting
 
 
 def main(argv):

@@ -82,3 +82,13 @@ def extra_bytes(op, rows):
 def test_work_on_a_large_set_grows_with_its_chunk_not_with_the_set(op):
     growth = (extra_bytes(op, LARGE) - extra_bytes(op, SMALL)) / ((LARGE - SMALL) * 8192 * 4)
     assert growth <= BOUNDS[op], f"{op}'s extra memory grew {growth:.2f}x as fast as its input"
+
+
+def test_the_worker_starts_torch_with_expandable_segments():
+    """Fixed-size segments kept a freed 12 GiB in pieces no large set fitted (an H100 under 16
+    jobs, fidelity run 19: three deliveries of one job failed its output check). The setting must
+    be in place before torch's allocator starts, so it is made where the worker process starts."""
+    code = "import os, sys; sys.path.insert(0, sys.argv[1]); import kjudge_worker.__main__; print(os.environ['PYTORCH_CUDA_ALLOC_CONF'])"
+    env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "python")], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "expandable_segments:True"
