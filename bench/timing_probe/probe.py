@@ -3,7 +3,8 @@ in one process by KernelBench's loop (compat), the strict loop as it is, the str
 flush waited for before the start event (the method until run 18), on one input set instead of
 the rotating pool, with the per-call perturbation, on sets in VMM buffers shared as the worker
 shares them with a candidate (exported, imported as the candidate's own timing copies), and with
-the daemon's clock marks sent around each call (a datagram socket this process drains). Each
+the daemon's clock marks sent around each call (a datagram socket this process drains), before
+the flush as now and after it as until run 19. Each
 method R times, in rotating order, every repetition on freshly drawn inputs (another placement).
 
 Usage (the device tool): PYTHONPATH=python python3 bench/timing_probe/probe.py --out $OUT/probe.json
@@ -32,9 +33,20 @@ PROBLEMS = ["level1/12_", "level1/95_", "level1/88_", "level1/40_", "level1/19_"
 class WaitForFlush(timing.DeviceTimer):
     """The strict loop's method until run 18: the flush waited for before the start event."""
 
-    def before_call(self):
-        super().before_call()
+    def before_call(self, mark=None):
+        super().before_call(mark)
         self.sync()
+
+
+class MarkAfterFlush(timing.DeviceTimer):
+    """The order until run 19: the flush queued, then the daemon's mark and the call's events made
+    (host work between the flush and the start event)."""
+
+    def before_call(self, mark=None):
+        super().before_call()
+        self.events = None
+        if mark is not None:
+            mark()
 
 
 def strict(model, pool, device, seed=0, timer=None, clock_path=None):
@@ -76,7 +88,7 @@ def strict_shared(model, pool, device):
             b.close()
 
 
-def strict_marked(model, pool, device):
+def strict_marked(model, pool, device, timer=None):
     """The loop's clock marks sent to a datagram socket that a thread of this process drains."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "clock.sock")
@@ -94,7 +106,7 @@ def strict_marked(model, pool, device):
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
         try:
-            return strict(model, pool, device, clock_path=path)
+            return strict(model, pool, device, timer=timer, clock_path=path)
         finally:
             stop.set()
             reader.join()
@@ -109,6 +121,7 @@ METHODS = {
     "strict, perturbed calls": lambda m, pool, d: strict(m, pool, d, seed=0x5EED),
     "strict, sets in shared VMM buffers": strict_shared,
     "strict, clock marks sent": strict_marked,
+    "strict, clock marks sent after the flush (until run 19)": lambda m, pool, d: strict_marked(m, pool, d, MarkAfterFlush),
 }
 
 

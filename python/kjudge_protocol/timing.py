@@ -18,7 +18,7 @@ from . import inputs as kin
 _perf_ns = time.perf_counter_ns  # bound before candidate code runs
 # How a call is timed, in the identity of cached baselines (node_identity): a reference timed
 # another way is not comparable with a candidate timed this way. Change it with the method.
-PROTOCOL = "strict 2 (launch overlaps the L2 flush)"
+PROTOCOL = "strict 3 (mark and events before the L2 flush, launch overlaps it)"
 _Socket = socket.socket
 
 
@@ -90,6 +90,7 @@ class DeviceTimer:
         self.flush_buf = None
         self.reset_l2 = None
         self.flags = []
+        self.events = None  # the next call's (start, end), made before its flush
         if self.cuda and l2_flush:
             props = torch.cuda.get_device_properties(device)
             l2 = getattr(props, "L2_cache_size", 0) or (50 << 20)
@@ -105,14 +106,20 @@ class DeviceTimer:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
-    def before_call(self):
-        """The previous call and the perturbation done, then the L2 flush queued and not waited
-        for: the call's launch (its host side, tens of microseconds of Python) overlaps the flush,
-        as in Triton's do_bench and KernelBench's loop. Waiting for the flush left the device idle
-        between the start event and the call's first kernel, so the events counted the host's
-        launch: 30-70 us a call that both parties paid, moving from job to job (a 0.07 ms kernel
-        timed at 0.12-0.14 ms in strict, 4 H100 run 18)."""
+    def before_call(self, mark=None):
+        """The previous call and the perturbation done (the device idle: `mark`, the daemon's 'B'),
+        the call's events made, then the L2 flush queued and not waited for: the call's launch
+        (its host side, tens of microseconds of Python) overlaps the flush, as in Triton's
+        do_bench and KernelBench's loop. Waiting for the flush left the device idle between the
+        start event and the call's first kernel, so the events counted the host's launch: 30-70
+        us a call that both parties paid, moving from job to job (a 0.07 ms kernel timed at
+        0.12-0.14 ms in strict, 4 H100 run 18). Nothing else of the host's sits between the
+        flush and the start event: the mark's datagram and the events' creation once did (run 19)."""
         self.sync()
+        if mark is not None:
+            mark()
+        if self.cuda:
+            self.events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
         if self.flush_buf is not None:
             if self.reset_l2 is not None:
                 self.reset_l2()
@@ -121,7 +128,8 @@ class DeviceTimer:
     def call(self, fn, args):
         """(result, event ms, host wall ms launch..device-wide sync)."""
         if self.cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start, end = self.events or (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            self.events = None
             w0 = _perf_ns()
             start.record()
             out = fn(*args)
@@ -158,8 +166,7 @@ def strict_loop(fn, pool, cfg, device, on_audit=None, clock_path=None):
     for i in range(max_trials):
         k = i % len(pool)
         undo = kin.perturb(pool[k], seed, i) if seed else []
-        timer.before_call()
-        clock.mark(b"B")
+        timer.before_call(lambda: clock.mark(b"B"))
         out, ms, wall = timer.call(fn, pool[k])
         clock.mark(b"T")
         if i in audits and on_audit is not None and isinstance(out, torch.Tensor):

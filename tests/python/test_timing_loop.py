@@ -92,14 +92,15 @@ def test_without_nvml_there_is_nothing_to_settle_or_read():
 
 
 def test_the_calls_launch_overlaps_the_l2_flush_instead_of_an_idle_device(monkeypatch):
-    """Per timed call: the previous work waited for, the flush queued, then the start event at
-    once (no wait for the flush: the call's host-side launch hides behind it, as in do_bench and
-    KernelBench), the call, the end event and a device-wide wait."""
+    """Per timed call: the previous work waited for, the daemon's mark and the call's events made
+    while the device is idle, the flush queued, then the start event at once (no wait for the flush,
+    and no host work between it and the call: the call's host-side launch hides behind it, as in
+    do_bench and KernelBench), the call, the end event and a device-wide wait."""
     order = []
 
     class Event:
         def __init__(self, **kw):
-            pass
+            order.append("new event")
 
         def record(self):
             order.append("event")
@@ -115,9 +116,9 @@ def test_the_calls_launch_overlaps_the_l2_flush_instead_of_an_idle_device(monkey
     monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda *a: order.append("sync"))
     timer = timing.DeviceTimer(torch.device("cpu"), l2_flush=False)
     timer.cuda, timer.flush_buf, timer.reset_l2 = True, FlushBuffer(), lambda: order.append("reset")
-    timer.before_call()
+    timer.before_call(lambda: order.append("mark B"))
     timer.call(lambda: order.append("call"), [])
-    assert order == ["sync", "reset", "flush", "event", "call", "event", "sync"]
+    assert order == ["sync", "mark B", "new event", "new event", "reset", "flush", "event", "call", "event", "sync"]
 
 
 def test_a_baseline_timed_by_another_method_is_not_the_cache_entry_of_this_one():
