@@ -210,7 +210,10 @@ def summarize_result(r):
             "cand_sm_mhz": perf.get("candidateSmClockMhz", 0.0), "ref_sm_mhz": perf.get("baselineSmClockMhz", 0.0),
             "outside_wall_ms": perf.get("outsideWallMs", 0.0), "inprocess_sum_ms": perf.get("inprocessSumMs", 0.0),
             "gpu_lock_held": ph.get("gpu_lock_held", 0.0), "legality_flags": r.get("legality", {}).get("flags", []),
-            "worker": r.get("worker", "")}
+            "worker": r.get("worker", ""), "speedup_source": perf.get("speedupSource", ""),
+            "trusted_call_ms": perf.get("trustedCallMs", 0.0),
+            # where a job's wall went (admission and lock waits, build, stages): a load's cost, per job
+            "phase_seconds": {k: round(v, 3) for k, v in ph.items() if isinstance(v, (int, float))}}
 
 
 # ---------------------------------------------------------------- state

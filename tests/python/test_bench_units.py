@@ -233,3 +233,11 @@ def test_the_fidelity_report_counts_the_jobs_whose_interval_holds_the_repeats_me
     assert fid.ci_covers(jobs) == [2, 3]
     assert fid.ci_covers(jobs[:1]) is None  # one job: nothing to compare with
     assert fid.ci_covers([dict(j, ci_low=0.0) for j in jobs]) is None  # no interval reported
+
+
+def test_a_fidelity_row_keeps_where_the_jobs_wall_went():
+    fid = load_fidelity()
+    row = fid.summarize_result({"status": "OK", "phaseSeconds": {"device_memory_wait": 61.25, "build": 2.0},
+                                "performance": {"speedup": 1.5, "speedupSource": "events", "trustedCallMs": 0.07}})
+    assert row["phase_seconds"] == {"device_memory_wait": 61.25, "build": 2.0}
+    assert row["speedup_source"] == "events" and row["trusted_call_ms"] == 0.07
