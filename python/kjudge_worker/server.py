@@ -2,7 +2,6 @@
 Requests: ping, prepare (a job's sets, its baseline when asked, its candidate channel), results
 (what the candidate's channel saw; the job is then forgotten), forget. Each connection is served
 by its own thread, so the jobs of several slots overlap (only timed loops take the GPU lock)."""
-import contextlib
 import json
 import os
 import socket
@@ -100,10 +99,12 @@ class Worker:
         phases["reference_init"] = time.perf_counter() - t0
         heavy = Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device, self.cache)
         job = Job(req, problem, self.cache, self.device, self.lock_path, heavy, self.peaks, self.sm_clock)
-        large = problem.input_bytes is None or problem.input_bytes >= heavy.threshold
+        # a large (or unknown) problem's sets are made one job at a time, with room made for them
+        # first (the cache gives way when the device is short), as every other heavy set's use is
+        set_bytes = heavy.threshold if problem.input_bytes is None else problem.input_bytes
         t1 = time.perf_counter()
         with self.preparing.hold(prepare_budget.estimate(problem.input_bytes, self.preparing.capacity)), \
-                (self.heavy if large else contextlib.nullcontext()):
+                heavy.section(set_bytes):
             phases["prepare_wait"] = time.perf_counter() - t1
             try:
                 report = job.prepare()

@@ -368,6 +368,9 @@ HarnessRun candidate_role(const KernelBenchRun& k) {
   return c;
 }
 
+// The device's memory as the worker's prepare saw it (0 on the cpu backend).
+std::uint64_t device_total_bytes(const KernelBenchRun& k) { return k.orep.value("device_total_bytes", std::uint64_t{0}); }
+
 // 4a. Candidate: its builds, its own code, and the job channel to the worker (input sets in,
 // outputs out, as shared device memory); nothing the worker keeps.
 void run_candidate(KernelBenchRun& k, v1::Result& r) {
@@ -378,7 +381,7 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
   if (!k.device_hold)
     k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(
         k.orep.value("candidate_device_bytes", std::uint64_t{0}),
-        static_cast<std::uint64_t>(kCandidateDeviceShare * k.orep.value("device_total_bytes", 0.0)), &k.device_wait));
+        static_cast<std::uint64_t>(kCandidateDeviceShare * static_cast<double>(device_total_bytes(k))), &k.device_wait));
   (*r.mutable_phase_seconds())["device_memory_wait"] = k.device_wait;
   {
     // The daemon's clock: the sockets the candidate's harness and the worker (the reference's
@@ -428,7 +431,7 @@ StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
   if (cand.report && cand.report->contains("device_bytes_needed"))
     if (auto ours = device_shortage_is_ours({cand.report->value("device_bytes_needed", std::uint64_t{0}),
                                              k.device_hold->bytes(),
-                                             k.orep.value("device_total_bytes", std::uint64_t{0}),
+                                             device_total_bytes(k),
                                              k.ctx.delivery <= 1}))
       return node_fault(*ours);
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
