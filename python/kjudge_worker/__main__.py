@@ -7,10 +7,10 @@ there, the jobs' channel sockets and clock sockets."""
 import os
 import sys
 
-# Before torch's allocator starts: the worker's sets come and go in many sizes (MBs to 14 GiB), and
+# Before torch's allocator starts: the worker's sets come and go in many sizes (KBs to 7 GiB), and
 # with fixed segments the freed ones stayed reserved in pieces no large set fits (an H100 under
-# 16 jobs, fidelity run 19: "12.05 GiB reserved but unallocated" beside a failed 12 GiB output
-# check, three deliveries in a row). Expandable segments give whole freed ranges back.
+# 16 jobs, fidelity run 19: 5-17 GiB "reserved but unallocated" beside failed output checks).
+# Expandable segments give whole freed ranges back.
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
 from .server import Worker  # noqa: E402 -- after the allocator's setting

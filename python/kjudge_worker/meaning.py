@@ -4,21 +4,20 @@ zero, an input that is never read), lets any constant pass. Either is the job's 
 (INVALID_JOB), never a free OK."""
 import torch
 
-from kjudge_protocol.input_contract import sample
+from kjudge_protocol.input_contract import f64_total, sample
 
 
 def fingerprint(values):
     """Equal tensors give equal fingerprints; different ones almost surely do not: the float64
-    sum of the whole tensor (accumulated, never copied: a 6 GB input must not double on the
-    device) and of a strided sample with a position weight."""
+    sum of the whole tensor (chunk by chunk: a 6 GB input must not double on the device) and of
+    a strided sample with a position weight."""
     prints = []
     for v in values:
         if not isinstance(v, torch.Tensor):
             prints.append(repr(v))
             continue
         flat = v.detach().reshape(-1)
-        total = float(torch.nansum(flat, dtype=torch.float64)) if flat.is_floating_point() else float(
-            flat.sum(dtype=torch.float64))
+        total = f64_total(flat, nan_as_zero=flat.is_floating_point())
         part = torch.nan_to_num(sample(flat).to(torch.float64), nan=7.0, posinf=11.0, neginf=-13.0)
         weight = torch.arange(1, part.numel() + 1, device=part.device, dtype=torch.float64).remainder_(97)
         prints.append((tuple(v.shape), total, float((part * weight).sum())))
