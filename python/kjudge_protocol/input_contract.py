@@ -43,15 +43,6 @@ def is_constant(v):
     return every(flat, lambda part: part == first) or every(flat, torch.isnan)
 
 
-def rows_f64_sums(v):
-    """Each row's sum (over the last dimension) in float64, a chunk of rows at a time: torch's
-    reductions cast their whole input to the accumulation type first, so sum(dtype=float64) of a
-    6 GiB float32 tensor is a 12 GiB copy."""
-    rows = v.reshape(-1, v.shape[-1])
-    step = max(1, CHUNK // max(1, v.shape[-1]))
-    return torch.cat([torch.sum(rows[i:i + step], -1, dtype=torch.float64) for i in range(0, rows.shape[0], step)])
-
-
 def f64_total(flat, nan_as_zero=False):
     """The float64 sum of a flat tensor, chunk by chunk on its device (one sync at the end)."""
     add = torch.nansum if nan_as_zero else torch.sum
@@ -70,7 +61,12 @@ def is_discrete(v):
 def is_simplex_rows(v):
     if v.dim() == 0 or v.shape[-1] < 2 or not every(v.reshape(-1), lambda part: part >= 0):
         return False
-    return bool(((rows_f64_sums(v) - 1).abs() <= SIMPLEX_TOL).all())
+    # each row's float64 sum, a chunk of rows at a time: torch's reductions cast their whole input
+    # to the accumulation type first, so one sum(dtype=float64) of a 6 GiB set was a 12 GiB copy
+    rows = v.reshape(-1, v.shape[-1])
+    step = max(1, CHUNK // v.shape[-1])
+    return all(bool(((torch.sum(rows[i:i + step], -1, dtype=torch.float64) - 1).abs() <= SIMPLEX_TOL).all())
+               for i in range(0, rows.shape[0], step))
 
 
 def is_symmetric(v):
