@@ -17,7 +17,7 @@ import os, sys, threading, time, torch
 sys.path.insert(0, sys.argv[1])
 from kjudge_protocol import input_contract as contract
 from kjudge_protocol import inputs as kin
-from kjudge_worker import compare, job, meaning
+from kjudge_worker import compare, job, meaning, problems
 torch.set_num_threads(1)
 compare.CHUNK = contract.CHUNK = 1 << 20
 TOL = {"atol": 1e-2, "rtol": 1e-2, "scale_aware": True, "nan_equal": True}
@@ -38,6 +38,7 @@ def run(op, rows):
             "near_zero": lambda: job.near_zero(y, TOL),
             "constant_structure": lambda: contract.structure(ones),
             "fingerprint": lambda: meaning.fingerprint([x]),
+            "finite": lambda: problems.finite(y),
             "simplex_structure": lambda: contract.structure(probs)}[op]
 
 
@@ -67,7 +68,7 @@ print(max(peak[0], rss()) - base)
 # op -> how much its extra memory may grow with the input, in multiples of the input's growth: a
 # variant is one new tensor of the input's size; a check or a comparison allocates per chunk only
 BOUNDS = {"signflip": 1.2, "spike": 1.2, "compare": 0.1, "identical": 0.1, "trivially_wrong": 0.1,
-          "near_zero": 0.1, "constant_structure": 0.1, "fingerprint": 0.1, "simplex_structure": 0.1}
+          "near_zero": 0.1, "constant_structure": 0.1, "fingerprint": 0.1, "simplex_structure": 0.1, "finite": 0.1}
 SMALL, LARGE = 2048, 8192  # rows of 8192 float32: 64 MB and 256 MB inputs, 16 and 64 chunks
 
 
