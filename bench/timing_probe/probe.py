@@ -4,7 +4,8 @@ flush waited for before the start event (the method until run 18), on one input 
 the rotating pool, with the per-call perturbation, on sets in VMM buffers shared as the worker
 shares them with a candidate (exported, imported as the candidate's own timing copies), and with
 the daemon's clock marks sent around each call (a datagram socket this process drains), before
-the flush as now and after it as until run 19. Each
+the flush as now and after it as until run 19, and with the launching thread on the GPU's own NUMA
+node's CPUs or on another's. Each
 method R times, in rotating order, every repetition on freshly drawn inputs (another placement).
 
 Usage (the device tool): PYTHONPATH=python python3 bench/timing_probe/probe.py --out $OUT/probe.json
@@ -88,6 +89,43 @@ def strict_shared(model, pool, device):
             b.close()
 
 
+def parse_cpulist(text):
+    """sysfs's "0-31,64-95" as a set of CPU numbers."""
+    cpus = set()
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def gpu_local_cpus(device):
+    """The CPUs of the GPU's own NUMA node (its PCI device's local_cpulist), or None."""
+    if device.type != "cuda":
+        return None
+    p = torch.cuda.get_device_properties(device)
+    try:
+        bus = "%04x:%02x:%02x.0" % (getattr(p, "pci_domain_id", 0), p.pci_bus_id, p.pci_device_id)
+        with open(f"/sys/bus/pci/devices/{bus}/local_cpulist") as f:
+            return parse_cpulist(f.read())
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+def strict_pinned(model, pool, device, local):
+    """The strict loop with this thread (the one that launches) on the GPU's own NUMA node's CPUs,
+    or on the others: a process placed on the far socket pays every launch's doorbell across it.
+    None where the node has one NUMA node (nothing to compare)."""
+    allowed, near = os.sched_getaffinity(0), gpu_local_cpus(device)
+    cpus = (near & allowed if local else allowed - near) if near else None
+    if not cpus or (near and not allowed - near):
+        return None
+    os.sched_setaffinity(0, cpus)
+    try:
+        return strict(model, pool, device)
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 def strict_marked(model, pool, device, timer=None):
     """The loop's clock marks sent to a datagram socket that a thread of this process drains."""
     with tempfile.TemporaryDirectory() as d:
@@ -122,6 +160,8 @@ METHODS = {
     "strict, sets in shared VMM buffers": strict_shared,
     "strict, clock marks sent": strict_marked,
     "strict, clock marks sent after the flush (until run 19)": lambda m, pool, d: strict_marked(m, pool, d, MarkAfterFlush),
+    "strict, launching thread on the GPU's NUMA node": lambda m, pool, d: strict_pinned(m, pool, d, True),
+    "strict, launching thread on another NUMA node": lambda m, pool, d: strict_pinned(m, pool, d, False),
 }
 
 
@@ -157,7 +197,9 @@ def main():
     args = ap.parse_args()
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    result = {"device": name, "torch": torch.__version__, "problems": {}}
+    near = gpu_local_cpus(device)
+    result = {"device": name, "torch": torch.__version__, "problems": {},
+              "gpu_local_cpus": len(near) if near else None, "cpus": len(os.sched_getaffinity(0))}
     for prefix in args.problems:
         paths = sorted(glob.glob(os.path.join(args.dataset, prefix + "*.py")))
         if not paths:
@@ -167,7 +209,9 @@ def main():
         result["problems"][os.path.basename(paths[0])] = rows
         print(os.path.basename(paths[0]))
         for name, ms in rows.items():
-            print(f"  {name:30s} median {statistics.median(ms):8.4f} ms  max/min {max(ms) / min(ms):.3f}  {ms}")
+            ms = [x for x in ms if x is not None]  # None: the method does not apply on this node
+            if ms:
+                print(f"  {name:30s} median {statistics.median(ms):8.4f} ms  max/min {max(ms) / min(ms):.3f}  {ms}")
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
 
