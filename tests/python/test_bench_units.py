@@ -2,6 +2,10 @@
 file formats, the report's self-containment."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -216,7 +220,6 @@ def test_a_kernelbench_clone_is_a_dataset(tmp_path):
 
 def load_fidelity():
     import importlib.util
-    from pathlib import Path
     path = Path(__file__).resolve().parents[2] / "bench/fidelity/fidelity.py"
     spec = importlib.util.spec_from_file_location("fidelity_bench", path)
     mod = importlib.util.module_from_spec(spec)
@@ -241,3 +244,21 @@ def test_a_fidelity_row_keeps_where_the_jobs_wall_went():
                                 "performance": {"speedup": 1.5, "speedupSource": "events", "trustedCallMs": 0.07}})
     assert row["phase_seconds"] == {"device_memory_wait": 61.25, "build": 2.0}
     assert row["speedup_source"] == "events" and row["trusted_call_ms"] == 0.07
+
+
+def test_the_timing_probe_runs_every_method_on_the_cpu(tmp_path):
+    """bench/timing_probe is run on GPU nodes only when a session has device time: its CPU smoke
+    run keeps every method working (NUMA ones say None where the node has one NUMA node)."""
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "19_ReLU.py").write_text(
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+        "def get_inputs():\n    return [torch.randn(32, 32)]\ndef get_init_inputs():\n    return []\n")
+    out = tmp_path / "probe.json"
+    subprocess.run([sys.executable, str(root / "bench/timing_probe/probe.py"), "--dataset", str(tmp_path), "--problems",
+                    "level1/19_", "--device", "cpu", "--repeats", "1", "--out", str(out)],
+                   check=True, capture_output=True, text=True, timeout=300,
+                   env={**os.environ, "PYTHONPATH": str(root / "python")})
+    rows = json.loads(out.read_text())["problems"]["19_ReLU.py"]
+    assert len(rows) >= 9 and all(len(v) == 1 for v in rows.values())
+    assert all(v[0] > 0 for k, v in rows.items() if "NUMA" not in k)
