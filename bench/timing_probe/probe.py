@@ -5,8 +5,8 @@ the rotating pool, with the per-call perturbation, on sets in VMM buffers shared
 shares them with a candidate (exported, imported as the candidate's own timing copies), and with
 the daemon's clock marks sent around each call (a datagram socket this process drains), before
 the flush as now and after it as until run 19, and with the launching thread on the GPU's own NUMA
-node's CPUs or on another's. Each
-method R times, in rotating order, every repetition on freshly drawn inputs (another placement).
+node's CPUs or on another's. Each method R times, in rotating order, every repetition on freshly
+drawn inputs (another placement).
 
 Usage (the device tool): PYTHONPATH=python python3 bench/timing_probe/probe.py --out $OUT/probe.json
 """
@@ -35,8 +35,9 @@ class WaitForFlush(timing.DeviceTimer):
     """The strict loop's method until run 18: the flush waited for before the start event."""
 
     def before_call(self, mark=None):
-        super().before_call(mark)
+        events = super().before_call(mark)
         self.sync()
+        return events
 
 
 class MarkAfterFlush(timing.DeviceTimer):
@@ -45,9 +46,9 @@ class MarkAfterFlush(timing.DeviceTimer):
 
     def before_call(self, mark=None):
         super().before_call()
-        self.events = None
         if mark is not None:
             mark()
+        return None  # call() makes its events after the flush
 
 
 def strict(model, pool, device, seed=0, timer=None, clock_path=None):
@@ -116,10 +117,9 @@ def strict_pinned(model, pool, device, local):
     or on the others: a process placed on the far socket pays every launch's doorbell across it.
     None where the node has one NUMA node (nothing to compare)."""
     allowed, near = os.sched_getaffinity(0), gpu_local_cpus(device)
-    cpus = (near & allowed if local else allowed - near) if near else None
-    if not cpus or (near and not allowed - near):
+    if not near or not allowed & near or not allowed - near:
         return None
-    os.sched_setaffinity(0, cpus)
+    os.sched_setaffinity(0, allowed & near if local else allowed - near)
     try:
         return strict(model, pool, device)
     finally:

@@ -90,7 +90,6 @@ class DeviceTimer:
         self.flush_buf = None
         self.reset_l2 = None
         self.flags = []
-        self.events = None  # the next call's (start, end), made before its flush
         if self.cuda and l2_flush:
             props = torch.cuda.get_device_properties(device)
             l2 = getattr(props, "L2_cache_size", 0) or (50 << 20)
@@ -114,22 +113,26 @@ class DeviceTimer:
         start event and the call's first kernel, so the events counted the host's launch: 30-70
         us a call that both parties paid, moving from job to job (a 0.07 ms kernel timed at
         0.12-0.14 ms in strict, 4 H100 run 18). Nothing else of the host's sits between the
-        flush and the start event: the mark's datagram and the events' creation once did (run 19)."""
+        flush and the start event: the mark's datagram and the events' creation once did (run 19).
+        Returns the call's events (None on the CPU), for call()."""
         self.sync()
         if mark is not None:
             mark()
-        if self.cuda:
-            self.events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        events = self.new_events()
         if self.flush_buf is not None:
             if self.reset_l2 is not None:
                 self.reset_l2()
             self.flush_buf.zero_()
+        return events
 
-    def call(self, fn, args):
-        """(result, event ms, host wall ms launch..device-wide sync)."""
+    def new_events(self):
+        """A call's (start, end) timing events; None on the CPU."""
+        return (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if self.cuda else None
+
+    def call(self, fn, args, events=None):
+        """(result, event ms, host wall ms launch..device-wide sync). `events`: before_call's."""
         if self.cuda:
-            start, end = self.events or (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-            self.events = None
+            start, end = events or self.new_events()
             w0 = _perf_ns()
             start.record()
             out = fn(*args)
@@ -166,8 +169,8 @@ def strict_loop(fn, pool, cfg, device, on_audit=None, clock_path=None):
     for i in range(max_trials):
         k = i % len(pool)
         undo = kin.perturb(pool[k], seed, i) if seed else []
-        timer.before_call(lambda: clock.mark(b"B"))
-        out, ms, wall = timer.call(fn, pool[k])
+        events = timer.before_call(lambda: clock.mark(b"B"))
+        out, ms, wall = timer.call(fn, pool[k], events)
         clock.mark(b"T")
         if i in audits and on_audit is not None and isinstance(out, torch.Tensor):
             # a device copy now, the file after the loop: writing a large output here would

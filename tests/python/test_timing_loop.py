@@ -116,8 +116,8 @@ def test_the_calls_launch_overlaps_the_l2_flush_instead_of_an_idle_device(monkey
     monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda *a: order.append("sync"))
     timer = timing.DeviceTimer(torch.device("cpu"), l2_flush=False)
     timer.cuda, timer.flush_buf, timer.reset_l2 = True, FlushBuffer(), lambda: order.append("reset")
-    timer.before_call(lambda: order.append("mark B"))
-    timer.call(lambda: order.append("call"), [])
+    events = timer.before_call(lambda: order.append("mark B"))
+    timer.call(lambda: order.append("call"), [], events)
     assert order == ["sync", "mark B", "new event", "new event", "reset", "flush", "event", "call", "event", "sync"]
 
 
