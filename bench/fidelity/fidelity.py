@@ -26,6 +26,7 @@ import ast
 import concurrent.futures
 import json
 import os
+import queue
 import random
 import statistics
 import subprocess
@@ -312,7 +313,7 @@ class Filler(threading.Thread):
         self.judge, self.state, self.a, self.pool, self.n = judge, state, a, pool, n
         self.stop = threading.Event()
         self.inflight = {}
-        self.exclude = None
+        self.exclude = set()  # candidates being measured: no filler of the same source beside them
         self.rng = random.Random(1234)
         self.lock = threading.Lock()
 
@@ -327,7 +328,7 @@ class Filler(threading.Thread):
                 while len(self.inflight) < self.n:
                     e = self.pool[i % len(self.pool)]
                     i += 1
-                    if e["candidate"] == self.exclude and len(self.pool) > 1:
+                    if e["candidate"] in self.exclude and len(self.pool) > 1:
                         continue
                     jid = job_id("fill")
                     mode = "strict"
@@ -355,26 +356,44 @@ class Filler(threading.Thread):
 
 
 def phase_loaded(judge, state, a, entries, noise, all_entries):
+    """Each candidate measured once per repeat with the node full: `loaded_at_once` measured jobs
+    at a time (each other's load) and fillers for the rest of `concurrency`."""
     pool = list(all_entries)  # the fillers come from the whole corpus, whatever --only picked
     random.Random(7).shuffle(pool)
     if a.noise:
         # the noisy neighbours take every fourth filler slot
         pool = [x for i, e in enumerate(pool) for x in ([e] + ([noise[i % len(noise)]] if noise and i % 3 == 0 else []))]
-    filler = Filler(judge, state, a, pool, a.concurrency - 1)
+    at_once = max(1, min(a.loaded_at_once, a.concurrency))
+    filler = Filler(judge, state, a, pool, a.concurrency - at_once)
     filler.start()
-    log("loaded: filling the node with %d jobs before the first measurement" % (a.concurrency - 1))
+    log("loaded: filling the node with %d jobs before the first measurement" % (a.concurrency - at_once))
     time.sleep(a.fill_settle_s)
+    todo = queue.Queue()
+    for rep in range(a.loaded_repeats):
+        for e in entries:
+            if not state.done("loaded", e["candidate"], primary_mode(e), rep):
+                todo.put((rep, e))
+
+    def measure():
+        while True:
+            try:
+                rep, e = todo.get_nowait()
+            except queue.Empty:
+                return
+            m = primary_mode(e)
+            filler.exclude.add(e["candidate"])
+            inflight = filler.count()
+            row = run_one(judge, state, a, e, m, "loaded", rep, {"fillers_at_submit": inflight, "measured_at_once": at_once})
+            filler.exclude.discard(e["candidate"])
+            log("loaded %-70s %-6s %-12s x%.3f  %.3f ms  fillers %d  %.1f s" % (
+                e["candidate"], m, row["verdict"], row.get("speedup", 0), row.get("cand_ms", 0), inflight, row["wall_s"]))
+
     try:
-        for rep in range(a.loaded_repeats):
-            for e in entries:
-                m = primary_mode(e)
-                if state.done("loaded", e["candidate"], m, rep):
-                    continue
-                filler.exclude = e["candidate"]
-                inflight = filler.count()
-                row = run_one(judge, state, a, e, m, "loaded", rep, {"fillers_at_submit": inflight})
-                log("loaded %-70s %-6s %-12s x%.3f  %.3f ms  fillers %d  %.1f s" % (
-                    e["candidate"], m, row["verdict"], row.get("speedup", 0), row.get("cand_ms", 0), inflight, row["wall_s"]))
+        threads = [threading.Thread(target=measure, daemon=True) for _ in range(at_once)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     finally:
         filler.finish()
 
@@ -636,6 +655,8 @@ def main():
     ap.add_argument("--repeats-subset", type=int, default=5, help="repeats for the manifest's repeat5 entries")
     ap.add_argument("--loaded-repeats", type=int, default=1)
     ap.add_argument("--concurrency", type=int, default=16, help="jobs in flight in the loaded phase (the measured one included)")
+    ap.add_argument("--loaded-at-once", type=int, default=1,
+                    help="measured jobs in flight at once in the loaded phase (each other's load; fillers make up the rest)")
     ap.add_argument("--fill-settle-s", type=float, default=20)
     ap.add_argument("--noise", action="store_true", help="the noisy neighbours of noise/ among the fillers (and warmed)")
     ap.add_argument("--only", nargs="*", default=[], help="candidates whose path contains one of these")

@@ -246,6 +246,52 @@ def test_a_fidelity_row_keeps_where_the_jobs_wall_went():
     assert row["speedup_source"] == "events" and row["trusted_call_ms"] == 0.07
 
 
+def test_the_loaded_phase_keeps_the_node_full_with_several_measured_jobs_at_once(tmp_path):
+    import threading
+    import time
+    from types import SimpleNamespace
+    fid = load_fidelity()
+
+    class Judge:  # holds each job 50 ms; counts the jobs in flight
+        def __init__(self):
+            self.lock, self.inflight, self.peak_measured, self.max_inflight, self.done = threading.Lock(), {}, 0, 0, {}
+
+        def submit(self, jid, ref, cand, mode, batch, problem_id, meta):
+            with self.lock:
+                self.inflight[jid] = (meta["phase"], time.time())
+                self.max_inflight = max(self.max_inflight, len(self.inflight))
+                self.peak_measured = max(self.peak_measured, sum(p == "loaded" for p, _ in self.inflight.values()))
+
+        def poll(self, ids):
+            time.sleep(0.005)
+            with self.lock:
+                out = {j: {"status": "OK"} for j in ids if j in self.inflight and time.time() - self.inflight[j][1] > 0.05}
+                for j in out:
+                    del self.inflight[j]
+            return out
+
+        def wait(self, jid, timeout_s):
+            while True:
+                got = self.poll([jid])
+                if jid in got:
+                    return got[jid]
+
+        def cancel(self, jid):
+            with self.lock:
+                self.inflight.pop(jid, None)
+
+    entries = [{"problem": "level1/p%d.py" % i, "candidate": "c%d.py" % i, "mode": "strict"} for i in range(8)]
+    a = SimpleNamespace(concurrency=6, loaded_at_once=3, fill_settle_s=0.1, loaded_repeats=1, noise=False,
+                        dataset=str(tmp_path), job_timeout_s=10, modes=["strict"])
+    state = fid.State(str(tmp_path))
+    judge = Judge()
+    fid.phase_loaded(judge, state, a, entries, [], entries)
+    loaded = [r for r in state.rows if r["phase"] == "loaded"]
+    assert sorted(r["candidate"] for r in loaded) == sorted(e["candidate"] for e in entries)
+    assert all(r["measured_at_once"] == 3 for r in loaded)
+    assert judge.peak_measured == 3 and judge.max_inflight == 6  # never more than the node's concurrency
+
+
 def test_the_timing_probe_runs_every_method_on_the_cpu(tmp_path):
     """bench/timing_probe is run on GPU nodes only when a session has device time: its CPU smoke
     run keeps every method working (NUMA ones say None where the node has one NUMA node)."""
