@@ -91,6 +91,13 @@ def test_without_nvml_there_is_nothing_to_settle_or_read():
     assert clock.settle() == (None, 0.0) and clock.mhz() is None
 
 
+def test_the_flush_outlasts_a_sandboxed_launch_as_triton_and_kernelbench_size_it():
+    # 2x an H100's 50 MB L2 (~33 us) left 20-60 us of a candidate's launch in its events (run 20)
+    assert timing.flush_bytes(50 << 20) == 256 << 20
+    assert timing.flush_bytes(40 << 20) == 256 << 20
+    assert timing.flush_bytes(192 << 20) == 384 << 20  # a larger L2 still gets twice its size
+
+
 def test_the_calls_launch_overlaps_the_l2_flush_instead_of_an_idle_device(monkeypatch):
     """Per timed call: the previous work waited for, the daemon's mark and the call's events made
     while the device is idle, the flush queued, then the start event at once (no wait for the flush,
