@@ -205,6 +205,7 @@ def summarize_result(r):
             "cheat_class": r.get("cheatClass", ""), "sets": len(sets), "sets_passed": sum(1 for s in sets if s.get("passed")),
             "correct_sets": bool(sets) and all(s.get("passed") for s in sets),
             "speedup": perf.get("speedup", 0.0), "ci_low": perf.get("speedupCiLow", 0.0), "ci_high": perf.get("speedupCiHigh", 0.0),
+            "baseline_loop_shift": perf.get("baselineLoopShift", 0.0),
             "cand_ms": cand.get("medianMs", 0.0), "cand_min_ms": cand.get("minMs", 0.0),
             "ref_ms": base.get("medianMs", 0.0), "trials": cand.get("trials", 0), "stop_reason": perf.get("stopReason", ""),
             "median_rel_ci": perf.get("medianRelCi", 0.0), "baseline_cached": perf.get("baselineCached", False),

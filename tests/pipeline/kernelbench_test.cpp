@@ -242,6 +242,40 @@ TEST(KernelBenchSpeedup, TheDaemonsClockReplacesEventsThatUndercount) {
   EXPECT_NEAR(*kj::harness_overhead_ms(base, honest), 0.0, 1e-9);  // 1.05 - 2.0 is clamped at 0
 }
 
+// Two loops of the reference in one job (beside the candidate's, and prepared or cached) that
+// moved apart say how far loops of one kernel move between moments: the interval takes it in.
+TEST(KernelBenchSpeedup, TheIntervalWidensByHowFarTheReferencesTwoLoopsMovedApart) {
+  using nlohmann::json;
+  std::vector<double> ref, other, calls;
+  for (int i = 0; i < 40; ++i) {
+    ref.push_back(2.0 + 0.001 * (i % 5));
+    other.push_back(2.1 + 0.001 * (i % 5));
+    calls.push_back(1.0 + 0.001 * (i % 5));
+  }
+  const json base = {{"trial_ms", ref}, {"method", "cuda_events"}};
+  const json prepared = {{"trial_ms", other}, {"method", "cuda_events"}};
+  const json cand = {{"trial_ms", calls}, {"method", "cuda_events"}};
+  kj::SpeedupFacts f;
+  f.candidate = &cand;
+  f.baseline = &base;
+  v1::Performance alone;
+  kj::set_speedup(alone, f);
+  EXPECT_EQ(alone.baseline_loop_shift(), 0.0);
+  EXPECT_LT(alone.speedup_ci_high() / alone.speedup_ci_low(), 1.01);  // sampling noise only
+  f.other_baseline = &prepared;
+  v1::Performance two;
+  kj::set_speedup(two, f);
+  EXPECT_NEAR(two.baseline_loop_shift(), 0.05, 1e-3);
+  EXPECT_NEAR(two.speedup(), alone.speedup(), 1e-12);  // the figure is the adjacent loop's
+  EXPECT_NEAR(two.speedup_ci_low(), alone.speedup_ci_low() / 1.05, 1e-3);
+  EXPECT_NEAR(two.speedup_ci_high(), alone.speedup_ci_high() * 1.05, 1e-3);
+  f.compat = true;  // KernelBench's means: the same widening
+  v1::Performance compat;
+  kj::set_speedup(compat, f);
+  EXPECT_NEAR(compat.baseline_loop_shift(), 0.05, 1e-3);
+  EXPECT_GT(compat.speedup_ci_high() / compat.speedup_ci_low(), 1.10);
+}
+
 TEST(KernelBenchCompare, CompatModeIsTorchAllcloseExactly) {
   const float e[] = {1000.0f, 1.0f}, a[] = {1000.15f, 1.0f};
   auto bytes = [](const float* p) { return std::as_bytes(std::span(p, 2)); };

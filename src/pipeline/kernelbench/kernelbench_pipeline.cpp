@@ -107,6 +107,7 @@ void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, con
   f.candidate = &cand_timing;
   f.baseline = adjacent ? &seen["adjacent_baseline"] : &baseline["baseline"];
   if (baseline.contains("compiled_baseline")) f.compiled_baseline = &baseline["compiled_baseline"];
+  if (adjacent && baseline.contains("baseline")) f.other_baseline = &baseline["baseline"];
   if (!cand_loops.empty()) f.candidate_loop = &cand_loops.front();
   if (adjacent && !ref_loops.empty())
     f.harness_overhead_ms = harness_overhead_ms(*f.baseline, ref_loops.back());

@@ -34,10 +34,22 @@ std::vector<double> trusted_calls(const TimedLoop& loop, double overhead_ms) {
   return out;
 }
 
-void set_interval(v1::Performance& perf, Interval base, Interval cand) {
+// The interval of both loops' sampling noise, widened by `shift` (a relative move between two
+// loops of one kernel): a job's loops each sit at a moment of the device's state that the next
+// job's do not share, so the sampling interval alone is narrower than the spread between jobs.
+void set_interval(v1::Performance& perf, Interval base, Interval cand, double shift) {
   if (cand.low <= 0 || base.low <= 0) return;
-  perf.set_speedup_ci_low(base.low / cand.high);
-  perf.set_speedup_ci_high(base.high / cand.low);
+  perf.set_speedup_ci_low(base.low / cand.high / (1 + shift));
+  perf.set_speedup_ci_high(base.high / cand.low * (1 + shift));
+}
+
+// The relative distance between the reference's two loops of this job (adjacent and prepared or
+// cached): 0 without a second loop.
+double loop_shift(const v1::TimingStats& used, const nlohmann::json* other, bool compat) {
+  if (other == nullptr) return 0;
+  const v1::TimingStats o = stats_of(*other);
+  const double a = compat ? used.mean_ms() : used.median_ms(), b = compat ? o.mean_ms() : o.median_ms();
+  return a > 0 && b > 0 ? std::max(a, b) / std::min(a, b) - 1 : 0;
 }
 }  // namespace
 
@@ -58,7 +70,8 @@ void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
     if (perf.candidate().mean_ms() <= 0) return;
     perf.set_speedup(perf.baseline().mean_ms() / perf.candidate().mean_ms());
     if (perf.has_compiled_baseline()) perf.set_speedup_vs_compiled(perf.compiled_baseline().mean_ms() / perf.candidate().mean_ms());
-    set_interval(perf, mean_interval(base), mean_interval(cand));
+    perf.set_baseline_loop_shift(loop_shift(perf.baseline(), f.other_baseline, true));
+    set_interval(perf, mean_interval(base), mean_interval(cand), perf.baseline_loop_shift());
     return;
   }
   double cand_ms = perf.candidate().median_ms();
@@ -74,7 +87,8 @@ void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
   if (cand_ms <= 0) return;
   perf.set_speedup(perf.baseline().median_ms() / cand_ms);
   if (perf.has_compiled_baseline()) perf.set_speedup_vs_compiled(perf.compiled_baseline().median_ms() / cand_ms);
-  set_interval(perf, median_interval(base), median_interval(cand));
+  perf.set_baseline_loop_shift(loop_shift(perf.baseline(), f.other_baseline, false));
+  set_interval(perf, median_interval(base), median_interval(cand), perf.baseline_loop_shift());
 }
 
 }  // namespace kj

@@ -23,6 +23,9 @@ struct SpeedupFacts {
   const nlohmann::json* candidate = nullptr;           // the candidate's loop (timing.py's report)
   const nlohmann::json* baseline = nullptr;            // the reference's eager loop
   const nlohmann::json* compiled_baseline = nullptr;   // torch.compile's, if any
+  // the reference's other loop of this job (prepared or cached) when `baseline` is the adjacent
+  // one: how far two loops of one kernel on this node moved apart widens the interval
+  const nlohmann::json* other_baseline = nullptr;
   const TimedLoop* candidate_loop = nullptr;           // the candidate's loop on the daemon's clock
   std::optional<double> harness_overhead_ms;           // per call, from the reference's loop
   bool compat = false;                                  // KernelBench's figures: means, events only
