@@ -99,6 +99,8 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
     # every candidate's reference is timed beside it, in the same GPU-lock hold (docs/timing.md)
     assert r["performance"].get("baselineAdjacent") is True and r["performance"]["speedup"] > 0
     assert r["performance"]["speedupCiLow"] <= r["performance"]["speedup"] <= r["performance"]["speedupCiHigh"]
+    # the job's other reference loop (made with the sets): their distance widens the interval
+    assert r["performance"].get("baselineLoopShift", 0) > 0
     cli(redis_url, "submit", *common, "--job-id", "kb-strict-again")
     again = json.loads(cli(redis_url, "wait", "kb-strict-again", "--json", "--timeout", "300", timeout=360, check=False).stdout)
     assert again["status"] == "OK", again.get("message")
