@@ -23,7 +23,7 @@ from .sm_clock import SmClock
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
 POOL_MEMORY_SHARE = 0.1   # the timing pool's inputs, as a share of device memory (at least one set)
 HEAVY_SET_SHARE = 0.02    # a set over this share of device memory is used by one job at a time
-CANDIDATE_SLACK = 1 << 30  # a candidate's context and its kernels' own temporaries
+CANDIDATE_SLACK = 1 << 30  # a candidate's context, its timed loop's L2 flush (timing.flush_bytes) and its kernels' temporaries
 HEAVY_HEADROOM = 1 << 30   # beyond a heavy set's bytes: a comparison's chunks, a variant's temporaries
 
 
