@@ -5,7 +5,8 @@ the rotating pool, with the per-call perturbation, on sets in VMM buffers shared
 shares them with a candidate (exported, imported as the candidate's own timing copies), and with
 the daemon's clock marks sent around each call (a datagram socket this process drains), before
 the flush as now and after it as until run 19, and with the launching thread on the GPU's own NUMA
-node's CPUs or on another's. Each method R times, in rotating order, every repetition on freshly
+node's CPUs or on another's, and with a launch 60 us slower (as a sandboxed candidate's) after the
+flush as it is (at least 256 MB), after the 2x-L2 flush until run 20, and in compat. Each method R times, in rotating order, every repetition on freshly
 drawn inputs (another placement).
 
 Usage (the device tool): PYTHONPATH=python python3 bench/timing_probe/probe.py --out $OUT/probe.json
@@ -19,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import threading
+import time
 
 import torch
 
@@ -49,6 +51,29 @@ class MarkAfterFlush(timing.DeviceTimer):
         if mark is not None:
             mark()
         return None  # call() makes its events after the flush
+
+
+class TwoL2Flush(timing.DeviceTimer):
+    """The flush until run 20: twice the L2 (100 MB on an H100, ~33 us), not at least 256 MB."""
+
+    def __init__(self, device, l2_flush):
+        super().__init__(device, l2_flush)
+        if self.flush_buf is not None:
+            l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or (50 << 20)
+            self.flush_buf = torch.empty(2 * l2, dtype=torch.uint8, device=device)
+
+
+SLOW_LAUNCH_US = 60  # what a sandboxed candidate's launch took beyond the worker's (fidelity run 20)
+
+
+def slow_launch(model):
+    """The model called after SLOW_LAUNCH_US of host work, as a candidate's harness adds."""
+    def call(*args):
+        end = time.perf_counter_ns() + SLOW_LAUNCH_US * 1000
+        while time.perf_counter_ns() < end:
+            pass
+        return model(*args)
+    return call
 
 
 def strict(model, pool, device, seed=0, timer=None, clock_path=None):
@@ -162,6 +187,10 @@ METHODS = {
     "strict, clock marks sent after the flush (until run 19)": lambda m, pool, d: strict_marked(m, pool, d, MarkAfterFlush),
     "strict, launching thread on the GPU's NUMA node": lambda m, pool, d: strict_pinned(m, pool, d, True),
     "strict, launching thread on another NUMA node": lambda m, pool, d: strict_pinned(m, pool, d, False),
+    "strict, a 60 us slower launch": lambda m, pool, d: strict(slow_launch(m), pool, d),
+    "strict, a 60 us slower launch, 2x-L2 flush (until run 20)": lambda m, pool, d: strict(slow_launch(m), pool, d, timer=TwoL2Flush),
+    "compat, a 60 us slower launch": lambda m, pool, d: statistics.mean(
+        timing.kernelbench_loop(slow_launch(m), pool[0], d)["trial_ms"]),
 }
 
 
