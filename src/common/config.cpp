@@ -201,6 +201,22 @@ void apply_tenants(const toml::table* ts, Config& c) {
   }
 }
 
+// A list of the harness's known levels, at least one: a typo would otherwise fail the header's
+// making on the first job (and every build would go without it for an hour).
+void take_pch_variants(const toml::table& k, std::vector<std::string>& out) {
+  const auto* node = k.get("pch_variants");
+  if (!node) return;
+  const std::string bad = "kernelbench.pch_variants must be a non-empty list of \"O0\", \"O2\", \"O3\"";
+  const auto* arr = node->as_array();
+  if (!arr || arr->empty()) throw std::runtime_error(bad);
+  out.clear();
+  for (const auto& e : *arr) {
+    const auto v = e.value<std::string>();
+    if (!v || (*v != "O0" && *v != "O2" && *v != "O3")) throw std::runtime_error(bad);
+    out.push_back(*v);
+  }
+}
+
 // [kernelbench]: the harness, its caches, the trusted worker
 void apply_kernelbench(const toml::table* k, Config& c) {
   take_path(*k, "python", c.kernelbench.python);
@@ -209,6 +225,7 @@ void apply_kernelbench(const toml::table* k, Config& c) {
   take_path(*k, "kernel_trace_lib", c.kernelbench.kernel_trace_lib);
   take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
   take(*k, "precompiled_header", c.kernelbench.precompiled_header);
+  take_pch_variants(*k, c.kernelbench.pch_variants);
   take(*k, "nvcc_halves", c.kernelbench.nvcc_halves);
   take(*k, "adjacent_baseline", c.kernelbench.adjacent_baseline);
   take(*k, "zygote", c.kernelbench.zygote);

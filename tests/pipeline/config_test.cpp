@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,17 @@ TEST(Config, NvccHalvesOnByDefaultAndSwitchedOff) {
   TempDir d;
   write(d.path / "kjudged.toml", "[kernelbench]\nnvcc_halves = false\n");
   EXPECT_FALSE(kj::load_config(d.path / "kjudged.toml").kernelbench.nvcc_halves);
+}
+
+TEST(Config, PchVariantsAllThreeByDefaultOrAListOfKnownLevels) {
+  EXPECT_EQ(kj::load_config(std::nullopt).kernelbench.pch_variants, (std::vector<std::string>{"O0", "O2", "O3"}));
+  TempDir d;
+  write(d.path / "kjudged.toml", "[kernelbench]\npch_variants = [\"O2\"]\n");
+  EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.pch_variants, std::vector<std::string>{"O2"});
+  for (const char* bad : {"[]", "[\"O1\"]", "\"O2\"", "[2]"}) {
+    write(d.path / "kjudged.toml", std::string("[kernelbench]\npch_variants = ") + bad + "\n");
+    EXPECT_THROW(kj::load_config(d.path / "kjudged.toml"), std::runtime_error) << bad;
+  }
 }
 
 TEST(Config, FileThenDropInsInNameOrder) {

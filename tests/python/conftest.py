@@ -12,14 +12,52 @@ import redis
 REDIS_SERVER = os.environ.get("KJUDGE_REDIS_SERVER", "/usr/bin/redis-server")
 
 # The longest files (minutes each on 2 cores) run first, so that under pytest-xdist (scripts/test:
-# -n 2) no worker starts one of them last while the other sits idle. Only the order changes.
-SLOW_FIRST = ["test_kernelbench_suite.py", "test_bench_e2e.py", "test_kernelbench_pch.py", "test_build_nodes.py",
-              "test_fidelity_e2e.py", "test_e2e.py", "test_build_single_flight.py", "test_worker_memory.py"]
+# -n 2) no worker starts one of them last while the other sits idle. Only the order changes. Those
+# that build with the suite's precompiled header (eval_workspace.shared_pch) come after some that
+# need none, while the suite makes it.
+SLOW_FIRST = ["test_kernelbench_suite.py", "test_kernelbench_pch.py", "test_eval_device_turns.py",
+              "test_worker_memory.py", "test_build_nodes.py", "test_e2e.py", "test_harness_zygote.py",
+              "test_fidelity_e2e.py", "test_feedback.py", "test_build_single_flight.py", "test_bench_e2e.py",
+              "test_judge_e2e.py"]
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+    # a worker starts a test only once it holds the next one: the suite's worker holds the test
+    # after the suite until the suite ends, so that one is a short test (the first not listed)
+    quick = next((i for i, item in enumerate(items) if item.path.name not in rank), None)
+    if quick is not None and items[0].path.name == SLOW_FIRST[0]:
+        items.insert(1, items.pop(quick))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScheduling
+
+    class OneAhead(LoadScheduling):
+        """xdist's load scheduling hands each worker a batch of consecutive tests at the start (a
+        quarter of its share), so one worker got most of the slow files above. Here a worker holds
+        the test it runs and the next one only, and takes the next pending test as it finishes one."""
+
+        def schedule(self):
+            if self.collection is None:
+                if not self._check_nodes_have_same_collection():
+                    self.log("**Different tests collected, aborting run**")
+                    return
+                self.collection = list(self.node2collection.values())[0]
+                self.pending[:] = range(len(self.collection))
+            for node in self.nodes:
+                self.check_schedule(node)
+
+        def check_schedule(self, node, duration=0):
+            if node.shutting_down:
+                return
+            if not self.pending:
+                node.shutdown()  # it runs what it holds, then stops
+            elif len(self.node2pending[node]) < 2:
+                self._send_tests(node, 2 - len(self.node2pending[node]))
+
+    return OneAhead(config, log)
 
 
 @pytest.fixture

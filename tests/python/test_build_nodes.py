@@ -26,6 +26,7 @@ from kjudge import keys
 from kjudge.jobs import build_job
 from kjudge.v1 import verdict_pb2
 
+from eval_workspace import shared_pch
 from test_ops import free_port
 from test_fault import BIN, Daemon, RedisProc, client_for, daemons, done_events, workdir  # noqa: F401 (fixtures)
 
@@ -34,9 +35,10 @@ TASKS = ROOT / "tests/kernelbench/tasks"
 N = 20
 
 # Three honest candidates with a real load_inline C++ extension (its binary goes through Redis; a
-# cold build costs ~25 CPU-s here), and between them cheap distinct ones whose build stage decides
-# them: torch-only candidates (the static policy's FALLBACK, no kernel for the backend) and syntax
-# errors (COMPILE_ERROR), each made distinct by its variant number.
+# cold build costs ~10 CPU-s here with the suite's precompiled header), and between them cheap
+# distinct ones whose build stage decides them: torch-only candidates (the static policy's
+# FALLBACK, no kernel for the backend) and syntax errors (COMPILE_ERROR), each made distinct by its
+# variant number.
 REAL = ["activation_relu", "elementwise_add", "reduction_argmax_dim"]
 TORCH_ONLY = """import torch
 import torch.nn as nn
@@ -67,11 +69,12 @@ def candidates():
 
 
 def node_config(cache, extra):
+    """A node's config on its cache dir; with the suite's precompiled header if shared_pch gave it one."""
     return f"""
 [kernelbench]
 cache_dir = "{cache}"
 harness_dir = "{ROOT / 'python'}"
-precompiled_header = false
+precompiled_header = {str((cache / "torch-pch").is_dir()).lower()}
 [build]
 lease_ms = 2000
 builder_ttl_ms = 2000
@@ -130,6 +133,7 @@ def test_build_node_builds_judging_node_judges_and_a_killed_builder_loses_nothin
     caches = [Path(tempfile.mkdtemp(prefix=f"kjbuild-cache-{n}.", dir="/tmp")) for n in ("b", "j")]
     for p in caches:
         p.chmod(0o755)
+        shared_pch(p)  # its builds still go through Redis: the header is no artifact
     try:
         builder_port = free_port()
         builder = build_node(r, workdir, caches[0], metrics_port=builder_port)

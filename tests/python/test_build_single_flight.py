@@ -23,6 +23,7 @@ import redis
 from kjudge.jobs import build_job
 from kjudge.v1 import verdict_pb2
 
+from eval_workspace import shared_pch
 from test_fault import Daemon, RedisProc, client_for, daemons, done_events, workdir  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,12 +42,12 @@ def judge_pair(workdir, daemons, modes):
     c = client_for(r)
     cache = Path(tempfile.mkdtemp(prefix="kjflight-cache.", dir="/tmp"))
     cache.chmod(0o755)
+    shared_pch(cache)
     try:
         node = Daemon(r.url, workdir, "judge", workers=2, extra=f"""
 [kernelbench]
 cache_dir = "{cache}"
 harness_dir = "{ROOT / 'python'}"
-precompiled_header = false
 """)
         daemons.append(node)
         ref, src = (RELU / "reference.py").read_text(), (RELU / "cpu_ok.py").read_text()
@@ -91,7 +92,7 @@ def start_eval(base, name, candidate, *flags):
     state.mkdir(mode=0o711)
     cfg = state / "kjudge.toml"
     cfg.write_text(f'[daemon]\nstate_dir = "{state}"\n\n[kernelbench]\ncache_dir = "{base / "cache"}"\n'
-                   f'harness_dir = "{ROOT / "python"}"\nprecompiled_header = false\n')
+                   f'harness_dir = "{ROOT / "python"}"\n')
     cmd = [str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--kb-reference", str(RELU / "reference.py"),
            "--kb-candidate", str(candidate), "--backend", "cpu", "--json", "--trials", "3", "--job-id", name, *flags]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -107,6 +108,7 @@ def eval_base():
     base = Path(tempfile.mkdtemp(prefix="kjflight-eval."))
     base.chmod(0o711)
     (base / "cache").mkdir(mode=0o755)
+    shared_pch(base / "cache")
     return base
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from eval_workspace import SUITE_PCH_VARIANTS
 from kjudge import keys
 from kjudge.client import Client, QueueError
 from kjudge.v1 import job_pb2, result_pb2, verdict_pb2
@@ -60,7 +61,7 @@ max_job_bytes = {MAX_JOB_BYTES}
 [kernelbench]
 cache_dir = "{KB_CACHE}"
 harness_dir = "{ROOT / 'python'}"
-""")
+{SUITE_PCH_VARIANTS}""")
     log = open(tmp_path / "kjudged.log", "w")
     proc = subprocess.Popen([str(BIN / "kjudged"), "--config", str(cfg), "--redis", redis_url],
                             stdout=log, stderr=subprocess.STDOUT)

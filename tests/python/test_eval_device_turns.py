@@ -35,7 +35,8 @@ def blocked_on(path, pid):
 
 
 def test_an_eval_waits_for_the_device_turn_another_holds():
-    with eval_workspace("kjudge-turn.") as (_, cache, cfg):
+    # the one eval here without a precompiled header, so that path stays judged too
+    with eval_workspace("kjudge-turn.", precompiled_header=False) as (_, cache, cfg):
         turn = os.open(cache / "cpu.turn", os.O_RDWR | os.O_CREAT, 0o666)
         fcntl.flock(turn, fcntl.LOCK_EX)  # another eval is judging
         proc = subprocess.Popen([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--kb-reference",

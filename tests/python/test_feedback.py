@@ -1,6 +1,7 @@
 """The shape of `message` (one line, the cause) and `feedback` (the repair text) per verdict kind,
 through real `kjudge eval` runs on the cpu backend (issue 15 part 1). Every case shares one cache
-dir; the C++ cases share one extension, so the file builds torch's headers twice in all."""
+dir; the C++ cases share one extension, so the file builds twice in all (with the suite's precompiled
+header, eval_workspace.shared_pch)."""
 import json
 import os
 import re
@@ -10,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from eval_workspace import shared_pch
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
@@ -27,10 +30,10 @@ def judge():
     base.chmod(0o711)
     cache = base / "cache"
     cache.mkdir(mode=0o755)
+    shared_pch(cache)
     config = base / "kjudge.toml"
-    # no precompiled header: building it costs minutes once, more than these few builds save
     config.write_text(f'[daemon]\nstate_dir = "{base / "state"}"\n\n[kernelbench]\ncache_dir = "{cache}"\n'
-                      f'harness_dir = "{ROOT / "python"}"\nprecompiled_header = false\n')
+                      f'harness_dir = "{ROOT / "python"}"\n')
 
     def run(*args):
         cmd = [str(BUILD / "bin/kjudge"), "eval", "-c", str(config), "--backend", "cpu", "--json", "--trials", "3",

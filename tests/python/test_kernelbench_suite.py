@@ -9,6 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from eval_workspace import SUITE_PCH_VARIANTS
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
 
@@ -21,7 +23,7 @@ def test_kernelbench_cpu_suite(tmp_path):
     cache = BUILD / "kb-cache"  # builds and precompiled headers survive between runs of scripts/test
     cache.mkdir(mode=0o755, exist_ok=True)
     config = tmp_path / "kb.toml"
-    config.write_text(f'[kernelbench]\ncache_dir = "{cache}"\nharness_dir = "{ROOT / "python"}"\n')
+    config.write_text(f'[kernelbench]\ncache_dir = "{cache}"\nharness_dir = "{ROOT / "python"}"\n{SUITE_PCH_VARIANTS}')
     # job dirs are bound into sandboxes as an unprivileged uid: state dirs must be searchable
     state = Path(tempfile.mkdtemp(prefix="kjudge-kb-state."))
     state.chmod(0o711)

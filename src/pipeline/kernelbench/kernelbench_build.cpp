@@ -90,7 +90,7 @@ fs::path make_pch(const Config& cfg, const fs::path& dir, bool with_cuda) {
   HarnessRun run;
   run.role = "pch";
   run.job_dir = work;
-  run.request = {{"pch_out", "/job"}, {"with_cuda", with_cuda}};
+  run.request = {{"pch_out", "/job"}, {"with_cuda", with_cuda}, {"variants", cfg.kernelbench.pch_variants}};
   if (with_cuda) run.request["arch_list"] = kernelbench_cuda_arch_list(cfg);  // torch's writer needs one
   run.wall_ms = 1'800'000;  // once per node; a loaded 2-core machine needs ~10 min for three variants
   run.file_size_bytes = 4ull << 30;
