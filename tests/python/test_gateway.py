@@ -440,17 +440,19 @@ def test_tls_where_configured(redis_url, tmp_path):
 
 
 def test_connections_past_the_cap_get_503_and_idle_ones_time_out(redis_url, tmp_path):
-    config = SMALL_CONFIG.replace("[gateway]\n", "[gateway]\nmax_connections = 2\nidle_timeout_s = 3\n")
+    # the idle timeout well past the wait for the refusal: on a loaded machine the held two idled
+    # out (3 s) before the third request was refused (fresh-clone CI of 9362a32)
+    config = SMALL_CONFIG.replace("[gateway]\n", "[gateway]\nmax_connections = 2\nidle_timeout_s = 12\n")
     gw = Gateway(redis_url, tmp_path, config)
     try:
         # only the metrics request's own connection open (the start-up probe's is gone)
         wait_until(lambda: "kjudge_gateway_open_connections 1\n" in gw.metrics())
-        held = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(2)]
+        held = [socket.create_connection(("127.0.0.1", gw.port), timeout=30) for _ in range(2)]
         # one too many once the gateway has accepted the two held ones (on its own time: retried)
         def third_refused():
             status, data = gw.request("GET", "/livez")
             return status == 503 and error_code(data) == "too_many_connections"
-        wait_until(third_refused)
+        wait_until(third_refused, timeout_s=10.0)
         for s in held:  # the gateway closes each idle one after idle_timeout_s
             while s.recv(4096):
                 pass
