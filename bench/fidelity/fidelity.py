@@ -206,6 +206,7 @@ def summarize_result(r):
             "correct_sets": bool(sets) and all(s.get("passed") for s in sets),
             "speedup": perf.get("speedup", 0.0), "ci_low": perf.get("speedupCiLow", 0.0), "ci_high": perf.get("speedupCiHigh", 0.0),
             "baseline_loop_shift": perf.get("baselineLoopShift", 0.0),
+            "device_loop_shift": perf.get("deviceLoopShift", 0.0),
             "cand_ms": cand.get("medianMs", 0.0), "cand_min_ms": cand.get("minMs", 0.0),
             "ref_ms": base.get("medianMs", 0.0), "trials": cand.get("trials", 0), "stop_reason": perf.get("stopReason", ""),
             "median_rel_ci": perf.get("medianRelCi", 0.0), "baseline_cached": perf.get("baselineCached", False),

@@ -17,6 +17,7 @@
 #include "pipeline/kernelbench/kernelbench_build.h"
 #include "pipeline/kernelbench/kernelbench_checks.h"
 #include "pipeline/kernelbench/kernelbench_speedup.h"
+#include "pipeline/kernelbench/loop_drift.h"
 #include "pipeline/checks/loop_marks.h"
 #include "pipeline/kernelbench/kernelbench_legality.h"
 #include "pipeline/job/validate.h"
@@ -274,6 +275,42 @@ TEST(KernelBenchSpeedup, TheIntervalWidensByHowFarTheReferencesTwoLoopsMovedApar
   kj::set_speedup(compat, f);
   EXPECT_NEAR(compat.baseline_loop_shift(), 0.05, 1e-3);
   EXPECT_GT(compat.speedup_ci_high() / compat.speedup_ci_low(), 1.10);
+}
+
+TEST(KernelBenchSpeedup, TheIntervalTakesTheDevicesRecentLoopShiftWhenLarger) {
+  using nlohmann::json;
+  std::vector<double> ref, calls;
+  for (int i = 0; i < 40; ++i) {
+    ref.push_back(2.0 + 0.001 * (i % 5));
+    calls.push_back(1.0 + 0.001 * (i % 5));
+  }
+  const json base = {{"trial_ms", ref}, {"method", "cuda_events"}}, cand = {{"trial_ms", calls}, {"method", "cuda_events"}};
+  kj::SpeedupFacts f;
+  f.candidate = &cand;
+  f.baseline = &base;
+  v1::Performance alone, device;
+  kj::set_speedup(alone, f);
+  f.device_loop_shift = 0.02;
+  kj::set_speedup(device, f);
+  EXPECT_EQ(device.device_loop_shift(), 0.02);
+  EXPECT_EQ(device.baseline_loop_shift(), 0.0);
+  EXPECT_NEAR(device.speedup_ci_low(), alone.speedup_ci_low() / 1.02, 1e-6);
+  EXPECT_NEAR(device.speedup_ci_high(), alone.speedup_ci_high() * 1.02, 1e-6);
+}
+
+TEST(LoopDrift, NoFigureUntilEnoughJobsThenTheP90OfTheRecentWindow) {
+  kj::LoopDrift d;
+  for (std::size_t i = 0; i + 1 < kj::LoopDrift::kMinSamples; ++i) d.record(0.5);
+  EXPECT_EQ(d.p75(), 0.0);  // too few jobs to say anything about the device
+  d.record(0.5);
+  EXPECT_EQ(d.p75(), 0.5);
+  for (int i = 1; i <= 64; ++i) d.record(i / 1000.0);  // the window keeps the last 64: 0.001..0.064
+  EXPECT_NEAR(d.p75(), 0.048, 1e-12);                   // the 48th of 64
+  d.record(std::nan(""));
+  d.record(-1);
+  EXPECT_NEAR(d.p75(), 0.048, 1e-12);  // not a distance: not recorded
+  EXPECT_NE(&kj::LoopDrift::of_device(0), &kj::LoopDrift::of_device(1));
+  EXPECT_EQ(&kj::LoopDrift::of_device(2), &kj::LoopDrift::of_device(2));
 }
 
 TEST(KernelBenchCompare, CompatModeIsTorchAllcloseExactly) {

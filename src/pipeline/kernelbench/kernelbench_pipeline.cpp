@@ -26,6 +26,7 @@
 #include "pipeline/kernelbench/kernelbench_build.h"
 #include "pipeline/kernelbench/kernelbench_checks.h"
 #include "pipeline/kernelbench/kernelbench_speedup.h"
+#include "pipeline/kernelbench/loop_drift.h"
 #include "pipeline/checks/loop_marks.h"
 #include "pipeline/kernelbench/kernelbench_roofline.h"
 #include "pipeline/job/job_limits.h"
@@ -93,7 +94,7 @@ void set_sm_clocks(v1::Performance& perf, const json& seen, const json& baseline
 // (same lock hold, same input buffers), else against the prepared or cached baseline.
 void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, const json& baseline, const json& seen,
                              const std::vector<ClockMark>& marks, const std::vector<ClockMark>& worker_marks,
-                             bool compat, const json& roofline) {
+                             bool compat, const json& roofline, LoopDrift& drift) {
   *perf.mutable_candidate() = stats_of(cand_timing);
   perf.set_stop_reason(cand_timing.value("stop_reason", ""));
   // the loop's own precision, as native jobs report it (it was 0 for every KernelBench job)
@@ -114,7 +115,9 @@ void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, con
   else if (!adjacent && baseline.contains("mark_overhead_ms"))
     f.harness_overhead_ms = baseline.value("mark_overhead_ms", 0.0);
   f.compat = compat;
+  f.device_loop_shift = drift.p75();
   set_speedup(perf, f);
+  if (f.other_baseline) drift.record(perf.baseline_loop_shift());
   set_sm_clocks(perf, seen, *f.baseline);
   perf.set_baseline_adjacent(adjacent);
   if (adjacent) perf.set_baseline_cached(false);
@@ -523,7 +526,7 @@ void record_speedup(KernelBenchRun& k, v1::Result& r) {
   const json& crep = *k.cand.report;
   if (k.timed() && crep.contains("timing"))
     set_kernelbench_speedup(*r.mutable_performance(), crep["timing"], k.baseline, *k.seen, k.marks, k.worker_marks,
-                            k.compat, k.orep.value("roofline", json()));
+                            k.compat, k.orep.value("roofline", json()), LoopDrift::of_device(gpu_index(k.cfg)));
   if (r.performance().speedup_source() == "trusted_clock") add_flag(r, "outside_clock_disagrees");
 }
 

@@ -51,6 +51,12 @@ double loop_shift(const v1::TimingStats& used, const nlohmann::json* other, bool
   const double a = compat ? used.mean_ms() : used.median_ms(), b = compat ? o.mean_ms() : o.median_ms();
   return a > 0 && b > 0 ? std::max(a, b) / std::min(a, b) - 1 : 0;
 }
+
+// The widening: this job's two loops' distance, or the device's recent p90 when larger.
+double interval_shift(v1::Performance& perf, const SpeedupFacts& f) {
+  perf.set_device_loop_shift(f.device_loop_shift);
+  return std::max(perf.baseline_loop_shift(), f.device_loop_shift);
+}
 }  // namespace
 
 std::optional<double> harness_overhead_ms(const json& timing, const TimedLoop& loop) {
@@ -71,7 +77,7 @@ void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
     perf.set_speedup(perf.baseline().mean_ms() / perf.candidate().mean_ms());
     if (perf.has_compiled_baseline()) perf.set_speedup_vs_compiled(perf.compiled_baseline().mean_ms() / perf.candidate().mean_ms());
     perf.set_baseline_loop_shift(loop_shift(perf.baseline(), f.other_baseline, true));
-    set_interval(perf, mean_interval(base), mean_interval(cand), perf.baseline_loop_shift());
+    set_interval(perf, mean_interval(base), mean_interval(cand), interval_shift(perf, f));
     return;
   }
   double cand_ms = perf.candidate().median_ms();
@@ -88,7 +94,7 @@ void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
   perf.set_speedup(perf.baseline().median_ms() / cand_ms);
   if (perf.has_compiled_baseline()) perf.set_speedup_vs_compiled(perf.compiled_baseline().median_ms() / cand_ms);
   perf.set_baseline_loop_shift(loop_shift(perf.baseline(), f.other_baseline, false));
-  set_interval(perf, median_interval(base), median_interval(cand), perf.baseline_loop_shift());
+  set_interval(perf, median_interval(base), median_interval(cand), interval_shift(perf, f));
 }
 
 }  // namespace kj

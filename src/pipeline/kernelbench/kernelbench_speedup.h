@@ -26,6 +26,8 @@ struct SpeedupFacts {
   // the reference's other loop of this job (prepared or cached) when `baseline` is the adjacent
   // one: how far two loops of one kernel on this node moved apart widens the interval
   const nlohmann::json* other_baseline = nullptr;
+  // the same distance over this device's recent jobs (LoopDrift::p75): widens it when larger
+  double device_loop_shift = 0;
   const TimedLoop* candidate_loop = nullptr;           // the candidate's loop on the daemon's clock
   std::optional<double> harness_overhead_ms;           // per call, from the reference's loop
   bool compat = false;                                  // KernelBench's figures: means, events only
