@@ -34,9 +34,9 @@ class JobCgroup {
   void kill_all();  // cgroup.kill (v2) or freeze + SIGKILL + thaw (v1)
   void reaped();    // the tree's init was reaped: kill what is left, note when it is empty
 
-  // After a run whose init was reaped: a v1 cgroup without a CPU quota that is empty and holds
-  // little memory is reset (peak, CPU usage) and kept for a later create(); anything else is
-  // removed. trim_pool() removes the idle ones (returns how many).
+  // After a run whose init was reaped: a v1 cgroup without a CPU quota or weight that is empty
+  // and holds little memory is reset (peak, CPU usage) and kept for a later create(); anything
+  // else is removed. trim_pool() removes the idle ones (returns how many).
   static void recycle(std::unique_ptr<JobCgroup> cg);
   static int trim_pool();
 

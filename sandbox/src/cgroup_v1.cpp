@@ -1,6 +1,6 @@
 // Job cgroups on cgroup v1/hybrid: one directory per controller hierarchy (memory, pids,
-// cpuacct, freezer; cpu only for a quota), swap off through memsw, kills through the freezer, and
-// a pool of idle cgroups for reuse.
+// cpuacct, freezer; cpu only for a quota or a weight), swap off through memsw, kills through the
+// freezer, and a pool of idle cgroups for reuse.
 #include "cgroup.h"
 #include "cgroup_files.h"
 
@@ -27,6 +27,21 @@ pid_t g_pool_owner = 0;  // a forked child must not use (or remove) its parent's
 // Never destroyed (threads may still recycle into it while the process exits); the idle ones are
 // removed at exit by an atexit handler registered with the first.
 std::vector<std::unique_ptr<JobCgroup>>& g_pool = *new std::vector<std::unique_ptr<JobCgroup>>;
+
+// A quota or a weight needs a cgroup in the cpu hierarchy, and such a cgroup is never pooled: a
+// later run that asks for neither must not inherit them (without either, cpuacct accounts).
+bool needs_cpu_hierarchy(const CgroupLimits& limits) { return limits.cpu_quota || limits.cpu_weight; }
+
+// The quota (cpu.cfs_quota_us) and the weight (cpu.shares) of a cgroup in the cpu hierarchy. The
+// weight is a priority, not a limit: a cpu.shares that cannot be written is skipped.
+bool configure_cpu_v1(const std::string& dir, const CgroupLimits& limits, int* err) {
+  if (limits.cpu_weight)
+    write_text(dir + "/cpu.shares", std::to_string(std::clamp(*limits.cpu_weight, 1u, 10000u) * 1024 / 100));
+  if (!limits.cpu_quota) return true;
+  const auto quota = static_cast<long long>(*limits.cpu_quota * 100000);
+  return write_text(dir + "/cpu.cfs_period_us", "100000", err) &&
+         write_text(dir + "/cpu.cfs_quota_us", std::to_string(std::max(1000ll, quota)), err);
+}
 }  // namespace
 
 namespace cgroup_detail {
@@ -62,8 +77,8 @@ std::unique_ptr<JobCgroup> JobCgroup::create_v1(const std::string& name, const C
   const Hierarchy& h = hierarchy();
   std::unique_ptr<JobCgroup> cg(new JobCgroup());
   int err = 0;
-  // v1 without a CPU quota: an idle cgroup of an earlier run, if one is pooled (see recycle()).
-  if (!limits.cpu_quota) {
+  // v1 without a CPU quota or weight: an idle cgroup of an earlier run, if one is pooled (see recycle()).
+  if (!needs_cpu_hierarchy(limits)) {
     std::unique_ptr<JobCgroup> pooled;
     {
       std::lock_guard lock(g_pool_mu);
@@ -90,9 +105,9 @@ std::unique_ptr<JobCgroup> JobCgroup::create_v1(const std::string& name, const C
   }
   std::set<std::string> made;
   for (const auto& [ctrl, base] : h.v1_base) {
-    // A separate cpu hierarchy is only needed for a quota (cpuacct accounts): one cgroup less
-    // to create, attach to and remove per job.
-    if (ctrl == "cpu" && !limits.cpu_quota && h.v1_base.count("cpuacct") && h.v1_base.at("cpuacct") != base)
+    // A separate cpu hierarchy is only needed for a quota or a weight (cpuacct accounts): one
+    // cgroup less to create, attach to and remove per job.
+    if (ctrl == "cpu" && !needs_cpu_hierarchy(limits) && h.v1_base.count("cpuacct") && h.v1_base.at("cpuacct") != base)
       continue;
     const std::string dir = base + "/" + name;
     if (!made.count(dir)) {  // co-mounted controllers (cpu,cpuacct) share one directory
@@ -104,14 +119,9 @@ std::unique_ptr<JobCgroup> JobCgroup::create_v1(const std::string& name, const C
     if (ctrl == "cpuacct") cg->cpu_dir_ = dir;
     if (ctrl == "freezer") cg->freezer_dir_ = dir;
     if (ctrl == "pids") cg->pids_dir_ = dir;
-    if (ctrl == "cpu" && limits.cpu_quota) {
-      const auto quota = static_cast<long long>(*limits.cpu_quota * 100000);
-      if (!write_text(dir + "/cpu.cfs_period_us", "100000", &err) ||
-          !write_text(dir + "/cpu.cfs_quota_us", std::to_string(std::max(1000ll, quota)), &err))
-        return no_cgroup(error, "cpu.cfs_quota_us", err);
-    }
+    if (ctrl == "cpu" && !configure_cpu_v1(dir, limits, &err)) return no_cgroup(error, "cpu.cfs_quota_us", err);
   }
-  cg->poolable_ = !limits.cpu_quota;
+  cg->poolable_ = !needs_cpu_hierarchy(limits);
   cg->has_memsw_ = ::access((cg->memory_dir_ + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0;
   if (!cg->configure_v1(limits, error)) return nullptr;
   return cg;

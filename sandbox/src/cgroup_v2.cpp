@@ -1,5 +1,5 @@
 // Job cgroups on cgroup v2: one directory under our own (delegating) cgroup, created with
-// CLONE_INTO_CGROUP in mind, memory.max with swap off and oom.group, pids.max, cpu.max; kills
+// CLONE_INTO_CGROUP in mind, memory.max with swap off and oom.group, pids.max, cpu.max, cpu.weight; kills
 // through cgroup.kill.
 #include "cgroup.h"
 #include "cgroup_files.h"
@@ -103,6 +103,8 @@ std::unique_ptr<JobCgroup> JobCgroup::create_v2(const std::string& name, const C
     if (!write_text(dir + "/cpu.max", std::to_string(std::max(1000ll, quota)) + " 100000", &err))
       return no_cgroup(error, "cpu.max", err);
   }
+  // A priority, not a limit: where the cpu controller is not ours to enable there is no cpu.weight.
+  if (limits.cpu_weight) write_text(dir + "/cpu.weight", std::to_string(std::clamp(*limits.cpu_weight, 1u, 10000u)));
   return cg;
 }
 

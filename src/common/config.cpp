@@ -124,6 +124,7 @@ void apply_sandbox_limits(const toml::table& s, SandboxConfig& sb) {
   take_bounded(s, "sandbox", "run_pids", sb.run_pids, 16, 4'194'304, "a task count");
   take_cpus(s, "compile_cpus", sb.compile_cpus);
   take_cpus(s, "run_cpus", sb.run_cpus);
+  take_bounded(s, "sandbox", "compile_cpu_weight", sb.compile_cpu_weight, 1, 10'000, "a cgroup CPU weight");
   if (auto m = string_key(s, "sandbox.seccomp", "seccomp")) {
     if (*m == "enforce") sb.seccomp = SeccompMode::Enforce;
     else if (*m == "log") sb.seccomp = SeccompMode::Log;

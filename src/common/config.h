@@ -33,6 +33,9 @@ struct SandboxConfig {
   std::uint64_t run_pids = 1024;                 // PoCL and PyTorch thread pools
   std::optional<double> compile_cpus;            // CPUs' worth of time (cgroup cpu quota); unset = no limit
   std::optional<double> run_cpus;
+  // Compile slots' CPU weight against run slots' 100 (cgroup v2 cpu.weight scale, 1..10000): on
+  // a contended node builds yield the CPU to the timed loops.
+  std::uint32_t compile_cpu_weight = 10;
   SeccompMode seccomp = SeccompMode::Enforce;    // Log and Off are for debugging (warned at load)
   std::optional<int> gpu_index;  // device minor for run slots; unset: $KJUDGE_GPU_INDEX, else auto-detect
   // The GPUs one kjudged drives (`gpus = "all" | [0, 2, 5]`); empty and not all: one GPU, gpu_index's.

@@ -103,6 +103,7 @@ TEST(Config, SandboxAndToolchainDefaults) {
   EXPECT_EQ(c.sandbox.run_pids, 1024u);
   EXPECT_FALSE(c.sandbox.compile_cpus);
   EXPECT_FALSE(c.sandbox.run_cpus);
+  EXPECT_EQ(c.sandbox.compile_cpu_weight, 10u);
   EXPECT_EQ(c.sandbox.seccomp, kj::SeccompMode::Enforce);
   EXPECT_FALSE(c.sandbox.gpu_index);
   EXPECT_EQ(c.toolchain.cuda_arch, "");
@@ -113,7 +114,7 @@ TEST(Config, SandboxAndToolchainKeys) {
   TempDir d;
   write(d.path / "kjudged.toml",
         "[sandbox]\ncompile_memory_bytes = 2147483648\nrun_memory_bytes = 34359738368\ncompile_pids = 64\n"
-        "run_pids = 2048\ncompile_cpus = 1.5\nrun_cpus = 4\nseccomp = \"log\"\ngpu_index = 3\n"
+        "run_pids = 2048\ncompile_cpus = 1.5\nrun_cpus = 4\ncompile_cpu_weight = 50\nseccomp = \"log\"\ngpu_index = 3\n"
         "[toolchain]\ncuda_arch = \"sm_90a\"\n");
   auto c = kj::load_config(d.path / "kjudged.toml");
   EXPECT_EQ(c.sandbox.compile_memory_bytes, 2ull << 30);
@@ -124,6 +125,7 @@ TEST(Config, SandboxAndToolchainKeys) {
   EXPECT_DOUBLE_EQ(*c.sandbox.compile_cpus, 1.5);
   ASSERT_TRUE(c.sandbox.run_cpus);  // an integer is a number of CPUs too
   EXPECT_DOUBLE_EQ(*c.sandbox.run_cpus, 4.0);
+  EXPECT_EQ(c.sandbox.compile_cpu_weight, 50u);
   EXPECT_EQ(c.sandbox.seccomp, kj::SeccompMode::Log);
   EXPECT_EQ(c.sandbox.gpu_index, 3);
   EXPECT_EQ(c.toolchain.cuda_arch, "sm_90a");
@@ -165,6 +167,9 @@ TEST(Config, BadSandboxAndToolchainValuesNameTheKey) {
       {"[sandbox]\nrun_cpus = \"2\"\n", "sandbox.run_cpus"},
       {"[sandbox]\ncompile_cpus = nan\n", "sandbox.compile_cpus"},
       {"[sandbox]\ncompile_cpus = 0.001\n", "sandbox.compile_cpus"},
+      {"[sandbox]\ncompile_cpu_weight = 0\n", "sandbox.compile_cpu_weight"},
+      {"[sandbox]\ncompile_cpu_weight = 10001\n", "sandbox.compile_cpu_weight"},
+      {"[sandbox]\ncompile_cpu_weight = 2.5\n", "sandbox.compile_cpu_weight"},
       {"[sandbox]\nseccomp = \"strict\"\n", "sandbox.seccomp"},
       {"[sandbox]\nseccomp = \"Enforce\"\n", "sandbox.seccomp"},
       {"[sandbox]\nseccomp = false\n", "sandbox.seccomp"},
@@ -221,11 +226,13 @@ TEST(SandboxProfiles, PoliciesCarryTheConfiguredLimits) {
   EXPECT_EQ(cp.cgroup.memory_bytes, 4ull << 30);
   EXPECT_EQ(cp.cgroup.pids, 512u);
   EXPECT_FALSE(cp.cgroup.cpu_quota);
+  EXPECT_EQ(cp.cgroup.cpu_weight, 10u);  // builds yield the CPU to the timed loops
   EXPECT_EQ(cp.seccomp.mode, kjsandbox::Seccomp::Mode::Enforce);
   auto rp = kj::run_policy(c, "/tmp/kj-job", "", {"/usr/bin/true"}, 1000, 1024, "");
   EXPECT_EQ(rp.cgroup.memory_bytes, 16ull << 30);
   EXPECT_EQ(rp.cgroup.pids, 1024u);
   EXPECT_FALSE(rp.cgroup.cpu_quota);
+  EXPECT_FALSE(rp.cgroup.cpu_weight);  // the default weight: ahead of every build
   EXPECT_EQ(rp.seccomp.mode, kjsandbox::Seccomp::Mode::Enforce);
 
   c.sandbox.compile_memory_bytes = 1ull << 30;
@@ -234,11 +241,13 @@ TEST(SandboxProfiles, PoliciesCarryTheConfiguredLimits) {
   c.sandbox.run_pids = 99;
   c.sandbox.compile_cpus = 2.0;
   c.sandbox.run_cpus = 0.5;
+  c.sandbox.compile_cpu_weight = 200;
   c.sandbox.seccomp = kj::SeccompMode::Log;
   cp = kj::compile_policy(c, "/tmp/kj-job", {"/usr/bin/true"}, 1000);
   EXPECT_EQ(cp.cgroup.memory_bytes, 1ull << 30);
   EXPECT_EQ(cp.cgroup.pids, 77u);
   EXPECT_EQ(cp.cgroup.cpu_quota, 2.0);
+  EXPECT_EQ(cp.cgroup.cpu_weight, 200u);
   EXPECT_EQ(cp.seccomp.mode, kjsandbox::Seccomp::Mode::Log);
   rp = kj::run_policy(c, "/tmp/kj-job", "", {"/usr/bin/true"}, 1000, 1024, "opencl");
   EXPECT_EQ(rp.cgroup.memory_bytes, 3ull << 30);

@@ -264,13 +264,17 @@ TEST(FinalVerdict, EvidenceHelpersArgueForTheirVerdicts) {
   EXPECT_EQ(kj::correctness_finding(sets)->kind, kj::FindingKind::Correctness);
 }
 
-// Native jobs: only a SUSPICIOUS verdict from the daemon's clock alone is run again before it stands.
-TEST(FinalVerdict, OnlyAClockOnlySuspicionIsConfirmedByASecondRun) {
+// Native jobs: only a SUSPICIOUS verdict from the daemon's clock alone is run again before it
+// stands, until 3 runs in all have disagreed.
+TEST(FinalVerdict, OnlyAClockOnlySuspicionIsConfirmedByUpToThreeRuns) {
   v1::Result r;
-  EXPECT_FALSE(kj::needs_confirming_run(findings::suspicious(), r));
+  EXPECT_FALSE(kj::needs_confirming_run(findings::suspicious(), r, 1));
   r.mutable_legality()->add_flags("outside_clock_disagrees");
-  EXPECT_TRUE(kj::needs_confirming_run(findings::suspicious(), r));
-  EXPECT_FALSE(kj::needs_confirming_run(findings::integrity_cheat(), r));
+  EXPECT_EQ(kj::kClockConfirmingRuns, 3);
+  EXPECT_TRUE(kj::needs_confirming_run(findings::suspicious(), r, 1));
+  EXPECT_TRUE(kj::needs_confirming_run(findings::suspicious(), r, 2));
+  EXPECT_FALSE(kj::needs_confirming_run(findings::suspicious(), r, 3));  // every run disagreed: it stands
+  EXPECT_FALSE(kj::needs_confirming_run(findings::integrity_cheat(), r, 1));
 }
 
 TEST(FinalVerdict, EarlyEndsAndWhoseFaultTheyAre) {

@@ -40,53 +40,6 @@ class Eventfd {
   int fd_;
 };
 
-// Mount point of each cgroup hierarchy: "memory", "pids", ... (v1) and "" (v2), from mountinfo.
-std::map<std::string, std::string> cgroup_mounts() {
-  std::map<std::string, std::string> out;
-  for (const auto& line : lines(read_file("/proc/self/mountinfo"))) {
-    std::istringstream ss(line);
-    std::vector<std::string> f;
-    for (std::string w; ss >> w;) f.push_back(w);
-    auto dash = std::find(f.begin(), f.end(), "-");
-    if (dash == f.end() || dash + 3 >= f.end() || f.size() < 5) continue;
-    if (*(dash + 1) == "cgroup2" && !out.count("")) out[""] = f[4];
-    if (*(dash + 1) != "cgroup") continue;
-    std::istringstream opts(*(dash + 3));
-    for (std::string o; std::getline(opts, o, ',');)
-      if (!out.count(o)) out[o] = f[4];
-  }
-  return out;
-}
-
-// The job cgroup directories (every hierarchy) a host process is in.
-std::vector<std::string> job_cgroup_dirs(pid_t pid) {
-  std::vector<std::string> out;
-  const auto mounts = cgroup_mounts();
-  for (const auto& line : lines(read_file("/proc/" + std::to_string(pid) + "/cgroup"))) {
-    auto a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (path.find("/kjsbx-") == std::string::npos) continue;
-    std::istringstream cs(ctrls);
-    std::string first;
-    std::getline(cs, first, ',');
-    auto m = mounts.find(ctrls.empty() ? "" : first);
-    if (m != mounts.end()) out.push_back(m->second + path);
-  }
-  return out;
-}
-
-// Waits until a host process has `arg` in its command line; its pid, or 0 after 5 s.
-pid_t wait_for_host_process(const std::string& arg) {
-  const auto until = Clock::now() + 5s;
-  while (Clock::now() < until) {
-    auto pids = host_pids_with_arg(arg);
-    if (!pids.empty()) return pids[0];
-    std::this_thread::sleep_for(10ms);
-  }
-  return 0;
-}
-
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds within) {
   const auto until = Clock::now() + within;
   while (!cond()) {

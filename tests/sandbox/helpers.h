@@ -7,12 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kjsandbox/sandbox.h"
@@ -115,6 +118,53 @@ inline std::vector<pid_t> host_pids_with_arg(const std::string& arg) {
 inline std::string unique_sleep_arg() {
   static std::atomic<int> n{0};
   return std::to_string(::getpid()) + std::to_string(100 + n++) + ".5";
+}
+
+// Mount point of each cgroup hierarchy: "memory", "pids", ... (v1) and "" (v2), from mountinfo.
+inline std::map<std::string, std::string> cgroup_mounts() {
+  std::map<std::string, std::string> out;
+  for (const auto& line : lines(read_file("/proc/self/mountinfo"))) {
+    std::istringstream ss(line);
+    std::vector<std::string> f;
+    for (std::string w; ss >> w;) f.push_back(w);
+    auto dash = std::find(f.begin(), f.end(), "-");
+    if (dash == f.end() || dash + 3 >= f.end() || f.size() < 5) continue;
+    if (*(dash + 1) == "cgroup2" && !out.count("")) out[""] = f[4];
+    if (*(dash + 1) != "cgroup") continue;
+    std::istringstream opts(*(dash + 3));
+    for (std::string o; std::getline(opts, o, ',');)
+      if (!out.count(o)) out[o] = f[4];
+  }
+  return out;
+}
+
+// The job cgroup directories (every hierarchy) a host process is in.
+inline std::vector<std::string> job_cgroup_dirs(pid_t pid) {
+  std::vector<std::string> out;
+  const auto mounts = cgroup_mounts();
+  for (const auto& line : lines(read_file("/proc/" + std::to_string(pid) + "/cgroup"))) {
+    auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (path.find("/kjsbx-") == std::string::npos) continue;
+    std::istringstream cs(ctrls);
+    std::string first;
+    std::getline(cs, first, ',');
+    auto m = mounts.find(ctrls.empty() ? "" : first);
+    if (m != mounts.end()) out.push_back(m->second + path);
+  }
+  return out;
+}
+
+// Waits until a host process has `arg` in its command line; its pid, or 0 after 5 s.
+inline pid_t wait_for_host_process(const std::string& arg) {
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < until) {
+    auto pids = host_pids_with_arg(arg);
+    if (!pids.empty()) return pids[0];
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
 }
 
 // Skips the test where the host cannot create the namespaces.

@@ -1,4 +1,7 @@
-// Wall time and output limits kill the whole tree; rlimits apply.
+// Wall time and output limits kill the whole tree; rlimits apply; the CPU weight is the job
+// cgroup's.
+#include <signal.h>
+
 #include <future>
 #include <thread>
 
@@ -111,6 +114,40 @@ TEST_F(SandboxLimits, RlimitsApplied) {
   EXPECT_EQ(lines(r.stdout_data),
             (std::vector<std::string>{"0", "256", std::to_string((256 << 20) / 512),
                                       std::to_string((64 << 20) / 1024), "5"}));
+}
+
+
+// The job cgroup's CPU weight while a `/bin/sleep arg` under `p` runs: cpu.weight (v2) or
+// cpu.shares (v1), read from the host's side; "" when the job cgroup has neither.
+std::string cpu_weight_while_running(const kjsandbox::Policy& p, const std::string& arg) {
+  std::string seen;
+  std::thread watcher([&] {
+    const pid_t pid = wait_for_host_process(arg);
+    for (const auto& dir : job_cgroup_dirs(pid))
+      for (const char* file : {"/cpu.weight", "/cpu.shares"})
+        if (exists(dir + file)) seen = read_file(dir + file);
+    if (pid > 0) ::kill(pid, SIGKILL);
+  });
+  const auto r = kjsandbox::run(p);
+  watcher.join();
+  EXPECT_EQ(r.outcome, Outcome::Signaled) << kjsandbox::to_string(r.outcome) << " " << r.error;
+  return seen.substr(0, seen.find('\n'));
+}
+
+TEST_F(SandboxLimits, CpuWeightIsTheJobCgroupsShareOfTheCpu) {
+  const std::string mode = kjsandbox::cgroup_mode();
+  if (mode.empty() || (mode == "v1" && !cgroup_mounts().count("cpu"))) GTEST_SKIP() << "no cpu controller";
+  const std::string arg = unique_sleep_arg();
+  auto weighted = policy_for({"/bin/sleep", arg});
+  weighted.cgroup.cpu_weight = 10;
+  const std::string seen = cpu_weight_while_running(weighted, arg);
+  if (mode == "v2" && seen.empty()) GTEST_SKIP() << "the cpu controller is not enabled for job cgroups here";
+  EXPECT_EQ(seen, mode == "v2" ? "10" : "102");  // v1: cpu.shares = weight × 1024 / 100
+
+  // A later run that asks for no weight does not inherit it (v1 pools idle job cgroups).
+  const std::string plain_arg = unique_sleep_arg();
+  const std::string plain = cpu_weight_while_running(policy_for({"/bin/sleep", plain_arg}), plain_arg);
+  EXPECT_TRUE(plain.empty() || plain == (mode == "v2" ? "100" : "1024")) << plain;
 }
 
 }  // namespace

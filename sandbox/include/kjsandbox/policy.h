@@ -53,6 +53,10 @@ struct CgroupLimits {
   std::optional<std::uint64_t> memory_bytes;  // memory limit, swap off; over it: Outcome::MemoryLimit
   std::optional<std::uint64_t> pids;          // tasks (processes + threads) in the tree
   std::optional<double> cpu_quota;            // CPUs (e.g. 2.0 = two cores' worth per period)
+  // Relative CPU weight against the other job cgroups (and the caller's own) when the CPUs are
+  // contended, on cgroup v2's scale 1..10000 (default 100): cpu.weight on v2, cpu.shares =
+  // weight × 1024 / 100 on v1. A priority, not a limit: skipped where there is no cpu controller.
+  std::optional<std::uint32_t> cpu_weight;
 };
 
 // (The fields the child's plan is built from are sent to the launcher's zygote: a new one must

@@ -111,6 +111,10 @@ kjsandbox::Policy compile_policy(const Config& cfg, const std::filesystem::path&
   p.cgroup.memory_bytes = cfg.sandbox.compile_memory_bytes;
   p.cgroup.pids = cfg.sandbox.compile_pids;
   p.cgroup.cpu_quota = cfg.sandbox.compile_cpus;
+  // Builds run behind the timed loops: a run slot keeps the default weight (100), so on a node full
+  // of builds the loop's launch thread is not stretched. A weight, not nice: every sandbox has its
+  // own cgroup, and CFS group scheduling shares the CPU between cgroups before nice counts.
+  p.cgroup.cpu_weight = cfg.sandbox.compile_cpu_weight;
   // No device profile: compile slots see no GPU. nvcc (/usr/local/cuda, a symlink to
   // /usr/local/cuda-N.M on most hosts) and its host compiler are under the read-only /usr bind;
   // a toolkit elsewhere goes in sandbox.extra_ro_binds.

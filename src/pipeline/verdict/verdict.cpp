@@ -69,10 +69,10 @@ bool findings_end_the_job(const Findings& findings, JudgeMode mode) {
   return false;
 }
 
-bool needs_confirming_run(const Finding& f, const v1::Result& r) {
+bool needs_confirming_run(const Finding& f, const v1::Result& r, int runs_done) {
   const auto& flags = r.legality().flags();
   const bool clock_only = std::find(flags.begin(), flags.end(), "outside_clock_disagrees") != flags.end();
-  return f.verdict == v1::SUSPICIOUS && clock_only;
+  return f.verdict == v1::SUSPICIOUS && clock_only && runs_done < kClockConfirmingRuns;
 }
 
 namespace {

@@ -92,9 +92,16 @@ Decision final_verdict(const Findings& findings, JudgeMode mode);
 // only; an integrity or legality finding still has the candidate timed.
 bool findings_end_the_job(const Findings& findings, JudgeMode mode);
 
-// Native jobs: a SUSPICIOUS finding from the daemon's clock alone is confirmed by a second run
-// before it stands (a loaded host stretches one loop, a cheat stretches every one).
-bool needs_confirming_run(const Finding& f, const kjudge::v1::Result& r);
+// Native jobs: a SUSPICIOUS finding from the daemon's clock alone stands only when every one of
+// this many runs of the candidate disagrees. A cheat that spends time outside the measured region
+// does so in every run; a loaded host (the runner preempted between calls) stretches runs at
+// random, two in a row on a busy node. The verdict and figures are the run's that agreed, so
+// cheating in only some runs gains nothing.
+inline constexpr int kClockConfirmingRuns = 3;
+
+// Whether the candidate runs again after `runs_done` runs, the last ending in `f` (`r` its
+// Result): a SUSPICIOUS finding from the daemon's clock alone, before kClockConfirmingRuns runs.
+bool needs_confirming_run(const Finding& f, const kjudge::v1::Result& r, int runs_done);
 
 // Every decide_* function: a sandbox that could not be set up, or a host fault found after the
 // step (a full filesystem, a job dir the judge cannot write), is INFRA_ERROR for either party.
