@@ -103,8 +103,6 @@ def main():
                     "(default: OUT.partial.jsonl)")
     ap.add_argument("--resume", action="store_true", help="skip runs already in --progress (a run cut short "
                     "by a time limit goes on where it stopped)")
-    ap.add_argument("--shard", default="", help="I/N: every N-th run from the I-th (0-based), so that N "
-                    "processes (pytest-xdist's workers) share the suite")
     ap.add_argument("--subset", action="store_true", help="every cheat, every completion, and the honest "
                     "candidate of one task per category (elementwise, activation, ...): the CI run")
     args = ap.parse_args()
@@ -117,9 +115,6 @@ def main():
     runs = [(j, False) for j in jobs]
     if args.compat_too:
         runs += [(j, True) for j in jobs if j["expect"] == "OK" and j["kind"] == "candidate"]
-    if args.shard:
-        index, count = (int(x) for x in args.shard.split("/"))
-        runs = runs[index::count]
     results = [None] * len(runs)
     if args.resume and progress and os.path.exists(progress):
         done = {}
@@ -175,8 +170,7 @@ def main():
     for (job, compat), (result, _) in zip(runs, results):
         if not compat:
             counts[result.get("status", "NO_RESULT")] = counts.get(result.get("status", "NO_RESULT"), 0) + 1
-    shard = f" shard {args.shard}" if args.shard else ""
-    lines.append(f"kernelbench suite ({args.backend}){shard}: {len(runs) - bad}/{len(runs)} verdicts as expected; "
+    lines.append(f"kernelbench suite ({args.backend}): {len(runs) - bad}/{len(runs)} verdicts as expected; "
                  f"verdict counts {json.dumps(counts, sort_keys=True)}")
     text = "\n".join(lines)
     print(text)
