@@ -52,7 +52,8 @@ double loop_shift(const v1::TimingStats& used, const nlohmann::json* other, bool
   return a > 0 && b > 0 ? std::max(a, b) / std::min(a, b) - 1 : 0;
 }
 
-// The widening: this job's two loops' distance, or the device's recent p90 when larger.
+// The widening: this job's two loops' distance, or the device's recent p75 when larger (which
+// it also reports as device_loop_shift).
 double interval_shift(v1::Performance& perf, const SpeedupFacts& f) {
   perf.set_device_loop_shift(f.device_loop_shift);
   return std::max(perf.baseline_loop_shift(), f.device_loop_shift);
