@@ -36,13 +36,16 @@ class Heavy:
     def __init__(self, lock, total, device, cache=None):
         self.lock, self.total, self.device, self.cache = lock, total, device, cache
         self.threshold = HEAVY_SET_SHARE * total if total else float("inf")
+        self.waited = 0.0  # seconds this job's sections waited for other jobs' heavy sets
 
     @contextlib.contextmanager
     def section(self, nbytes):
         if nbytes < self.threshold:
             yield
             return
+        asked = time.monotonic()
         with self.lock:
+            self.waited += time.monotonic() - asked
             self.make_room(nbytes)
             try:
                 yield
@@ -76,7 +79,7 @@ class Job:
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
         self.handed = {}           # per set: the fingerprint of the inputs the candidate was given
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
-                        "judge_seconds": 0.0, "settle_seconds": 0.0,
+                        "judge_seconds": 0.0, "judge_seconds_by_request": {}, "settle_seconds": 0.0,
                         "protocol_errors": [], "transport_errors": [], "worker_faults": []}
         self.done = threading.Event()
         self.listener = None
@@ -310,7 +313,7 @@ class Job:
                     if msg is None:
                         break
                     op = msg.get("op")
-                    began, faults = time.monotonic(), len(self.results["worker_faults"])
+                    began, faults, heavy_before = time.monotonic(), len(self.results["worker_faults"]), self.heavy.waited
                     try:
                         if held_since is not None and op in ("inputs", "output", "audit"):
                             # the worker's GPU work waits for timed loops: asked inside one, it never starts
@@ -366,7 +369,9 @@ class Job:
                     finally:
                         # the candidate waited for the judge (sets, comparisons, GPU lock, the
                         # reference's loop beside its own): time of its limit that is not its own
-                        self.results["judge_seconds"] += time.monotonic() - began
+                        spent = time.monotonic() - began
+                        self.results["judge_seconds"] += spent
+                        self.note_judge_seconds(op, spent, self.heavy.waited - heavy_before)
                         for fd in fds:  # those no request took (take_output takes its own)
                             os.close(fd)
                         if len(self.results["worker_faults"]) > faults:
@@ -400,6 +405,15 @@ class Job:
         """The worker's own device memory ran out: its fault. The caller gives torch's cached
         blocks back once the exception is gone (its frames hold the tensors that filled the device)."""
         self.results["worker_faults"].append(f"{op}: device out of memory: {str(exc)[:300]}")
+
+    def note_judge_seconds(self, op, seconds, heavy_wait):
+        """Where the candidate's wait for the judge went, per request kind, and how much of it was
+        spent queued behind other jobs' heavy sets (the worker does those one at a time)."""
+        by = self.results["judge_seconds_by_request"]
+        key = op if op in ("inputs", "output", "audit", "lock", "unlock") else "other"
+        by[key] = by.get(key, 0.0) + seconds
+        if heavy_wait:
+            by["heavy_set_wait"] = by.get("heavy_set_wait", 0.0) + heavy_wait
 
     def section(self, k=None):
         """The heavy-set section for set k (None: the job's largest set)."""

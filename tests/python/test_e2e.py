@@ -102,6 +102,12 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
     assert r["performance"]["speedupCiLow"] <= r["performance"]["speedup"] <= r["performance"]["speedupCiHigh"]
     # the job's other reference loop (made with the sets): their distance widens the interval
     assert r["performance"].get("baselineLoopShift", 0) > 0
+    # the candidate's wait for the judge, split by request: its sets handed over and its outputs
+    # compared (docs/gpu-worker.md), adding up to the whole wait
+    phases = r["phaseSeconds"]
+    assert phases["judge_wait.inputs"] > 0 and phases["judge_wait.output"] > 0, phases
+    by_request = sum(v for k, v in phases.items() if k.startswith("judge_wait.") and k != "judge_wait.heavy_set_wait")
+    assert by_request == pytest.approx(phases["judge_wait"], rel=1e-3, abs=1e-3)
     cli(redis_url, "submit", *common, "--job-id", "kb-strict-again")
     again = json.loads(cli(redis_url, "wait", "kb-strict-again", "--json", "--timeout", "300", timeout=360, check=False).stdout)
     assert again["status"] == "OK", again.get("message")

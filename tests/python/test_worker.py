@@ -94,6 +94,8 @@ def test_a_correct_candidate_passes_and_a_wrong_one_fails_without_seeing_expecte
     assert res["sets"]["0"]["passed"] is True and res["sets"]["0"]["mismatches"] == 0
     assert res["sets"]["1"]["passed"] is False and "no output tensor" in res["sets"]["1"]["problem"]
     assert res["protocol_errors"] == [] and res["flags"] == []  # the harness's own protocol is clean
+    by = res["judge_seconds_by_request"]  # the candidate's wait for the judge, per request kind
+    assert set(by) == {"inputs", "output"} and sum(by.values()) == pytest.approx(res["judge_seconds"])
 
 
 def test_outputs_are_compared_once_and_unknown_sets_are_refused(worker):
@@ -275,6 +277,30 @@ def test_large_sets_are_used_by_one_job_at_a_time_small_ones_together():
         for t in threads:
             t.join()
         assert most[0] == expected
+
+
+def test_a_jobs_wait_behind_another_jobs_heavy_set_is_counted():
+    import threading
+    from kjudge_worker.job import Heavy
+    gb, shared = 1 << 30, threading.RLock()
+    first, second = (Heavy(shared, 80 * gb, torch.device("cpu")) for _ in range(2))
+    entered = threading.Event()
+
+    def hold():
+        with first.section(6 * gb):
+            entered.set()
+            time.sleep(0.3)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    entered.wait(5)
+    with second.section(6 * gb):
+        pass
+    t.join()
+    assert second.waited >= 0.2 and first.waited < 0.1
+    with second.section(1 << 20):  # a small set takes no turn
+        pass
+    assert second.waited < 0.5
 
 
 def test_the_cache_never_keeps_an_entry_over_a_quarter_of_its_budget():

@@ -402,6 +402,18 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
   r.mutable_resources()->set_peak_host_memory_bytes(k.cand.sandbox.peak_rss_bytes);
 }
 
+// The candidate's waits on the trusted worker, in phase_seconds: the GPU lock, the judge's requests
+// (and per request kind, with the part queued behind other jobs' heavy sets), the settling.
+void note_judge_waits(const json& seen, v1::Result& r) {
+  auto& phases = *r.mutable_phase_seconds();
+  phases["gpu_lock_wait"] = seen.value("lock_wait_seconds", 0.0);
+  phases["judge_wait"] = seen.value("judge_seconds", 0.0);
+  const json by_request = seen.value("judge_seconds_by_request", json::object());  // a copy: items() keeps no temporary alive
+  for (const auto& [request, seconds] : by_request.items())
+    if (seconds.is_number()) phases["judge_wait." + request] = seconds.get<double>();
+  phases["gpu_settle"] = seen.value("settle_seconds", 0.0);
+}
+
 // 4b. How the candidate's run ended: the worker's own faults and the node's waits first (ours,
 // retried), then the channel's tamper check, then the harness's report.
 StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
@@ -419,9 +431,7 @@ StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
     return gpu_could_not_serve(first);
   }
   if (auto f = check_channel(*seen, r)) return Findings{*f};
-  (*r.mutable_phase_seconds())["gpu_lock_wait"] = seen->value("lock_wait_seconds", 0.0);
-  (*r.mutable_phase_seconds())["judge_wait"] = seen->value("judge_seconds", 0.0);
-  (*r.mutable_phase_seconds())["gpu_settle"] = seen->value("settle_seconds", 0.0);
+  note_judge_waits(*seen, r);
   const HarnessStep& cand = k.cand;
   // Waiting for the judge (its sets and comparisons, other jobs' timed loops on the GPU lock) is the
   // node's time: a limit that ran out while a quarter of it went to that wait is ours (retried),
