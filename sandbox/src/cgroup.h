@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,6 +20,9 @@ struct CgroupStats {
   bool oom_killed = false;
   std::optional<double> cpu_seconds;
 };
+
+// CgroupLimits::cpu_weight within cgroup v2's range (1..10000); v1's cpu.shares is derived from it.
+inline std::uint32_t cpu_weight_in_range(std::uint32_t weight) { return std::clamp(weight, 1u, 10000u); }
 
 class JobCgroup {
  public:

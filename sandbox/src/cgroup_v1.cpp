@@ -36,7 +36,7 @@ bool needs_cpu_hierarchy(const CgroupLimits& limits) { return limits.cpu_quota |
 // weight is a priority, not a limit: a cpu.shares that cannot be written is skipped.
 bool configure_cpu_v1(const std::string& dir, const CgroupLimits& limits, int* err) {
   if (limits.cpu_weight)
-    write_text(dir + "/cpu.shares", std::to_string(std::clamp(*limits.cpu_weight, 1u, 10000u) * 1024 / 100));
+    write_text(dir + "/cpu.shares", std::to_string(cpu_weight_in_range(*limits.cpu_weight) * 1024 / 100));
   if (!limits.cpu_quota) return true;
   const auto quota = static_cast<long long>(*limits.cpu_quota * 100000);
   return write_text(dir + "/cpu.cfs_period_us", "100000", err) &&

@@ -104,7 +104,7 @@ std::unique_ptr<JobCgroup> JobCgroup::create_v2(const std::string& name, const C
       return no_cgroup(error, "cpu.max", err);
   }
   // A priority, not a limit: where the cpu controller is not ours to enable there is no cpu.weight.
-  if (limits.cpu_weight) write_text(dir + "/cpu.weight", std::to_string(std::clamp(*limits.cpu_weight, 1u, 10000u)));
+  if (limits.cpu_weight) write_text(dir + "/cpu.weight", std::to_string(cpu_weight_in_range(*limits.cpu_weight)));
   return cg;
 }
 
