@@ -84,7 +84,7 @@ harness_dir = "{ROOT / 'python'}"
     shutil.rmtree(state, ignore_errors=True)
 
 
-def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
+def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon, tmp_path):
     """A KernelBench-format job (CPU backend) submitted with the CLI, judged by kjudged; the same
     job in compat mode read back as KernelBench's own result JSON."""
     task = ROOT / "tests/kernelbench/tasks/activation_relu"
@@ -108,6 +108,9 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
     assert phases["judge_wait.inputs"] > 0 and phases["judge_wait.output"] > 0, phases
     by_request = sum(v for k, v in phases.items() if k.startswith("judge_wait.") and k != "judge_wait.heavy_set_wait")
     assert by_request == pytest.approx(phases["judge_wait"], rel=1e-3, abs=1e-3)
+    # the operator's view of the loops per input set of the pool (the candidate's and the reference's)
+    by_set = wait_for_log_event(tmp_path / "kjudged.log", "kernelbench.timing_by_set", "kb-strict")
+    assert len(by_set["candidate_ms"]) == 5 and set(by_set["reference_ms"]) == set(by_set["candidate_ms"]), by_set
     cli(redis_url, "submit", *common, "--job-id", "kb-strict-again")
     again = json.loads(cli(redis_url, "wait", "kb-strict-again", "--json", "--timeout", "300", timeout=360, check=False).stdout)
     assert again["status"] == "OK", again.get("message")
@@ -128,6 +131,18 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon):
     assert batch["activation_relu"][1]["runtime"] == kb["runtime"]
     missing = cli(redis_url, "kernelbench-results", "kb-strict", "no-such-job", check=False)
     assert missing.returncode == 3 and "no-such-job" in missing.stderr
+
+
+def wait_for_log_event(path, event, job_id, seconds=10):
+    deadline = time.monotonic() + seconds
+    while True:
+        for line in path.read_text().splitlines():
+            if line.startswith("{") and event in line:
+                entry = json.loads(line)
+                if entry.get("job_id") == job_id:
+                    return entry
+        assert time.monotonic() < deadline, f"no {event} for {job_id} in the daemon's log"
+        time.sleep(0.2)
 
 
 def examples():
