@@ -133,7 +133,7 @@ bool is_under(const std::string& path, const std::string& dir) {
                          path[dir.size()] == '/');
 }
 
-std::string errno_text(int err) { return std::string(strerror(err)); }
+std::string strerror_text(int err) { return std::string(strerror(err)); }
 
 struct Builder {
   ChildPlan& plan;
@@ -159,7 +159,7 @@ struct Builder {
       return fail("bind target must be an absolute path other than '/': '" + target + "'");
     struct stat st{};
     if (::stat(src->c_str(), &st) != 0)
-      return fail("bind source " + *src + ": " + errno_text(errno));
+      return fail("bind source " + *src + ": " + strerror_text(errno));
     MountOp op;
     op.kind = MountOp::Kind::Bind;
     op.source = plan.keep(kOldRoot + *src);
@@ -176,7 +176,7 @@ struct Builder {
     if (!p || !is_under(*p, "/dev") || *p == "/dev")
       return fail("device must be an absolute path under /dev: '" + path + "'");
     struct stat st{};
-    if (::stat(p->c_str(), &st) != 0) return fail("device " + *p + ": " + errno_text(errno));
+    if (::stat(p->c_str(), &st) != 0) return fail("device " + *p + ": " + strerror_text(errno));
     if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
       return fail("device " + *p + " is not a device node");
     MountOp op;

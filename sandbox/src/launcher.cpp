@@ -86,20 +86,20 @@ bool write_sync_byte(int fd, char byte) {
   return n == 1;
 }
 
-std::string errno_text(int err) {
+std::string errno_with_number(int err) {
   return std::string(strerror(err)) + " (errno " + std::to_string(err) + ")";
 }
 
 bool write_file(const std::string& path, const std::string& data, std::string* error) {
   Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd) {
-    *error = "open " + path + ": " + errno_text(errno);
+    *error = "open " + path + ": " + errno_with_number(errno);
     return false;
   }
   ssize_t n = ::write(fd.get(), data.data(), data.size());
   if (n != static_cast<ssize_t>(data.size())) {
     *error = "write " + path + " (\"" + data.substr(0, data.size() - 1) + "\"): " +
-             errno_text(n < 0 ? errno : EIO);
+             errno_with_number(n < 0 ? errno : EIO);
     return false;
   }
   return true;
@@ -164,7 +164,7 @@ std::string describe_setup_error(const ChildPlan& plan, const Policy& policy, co
       break;
   }
   what += ": ";
-  what += errno_text(m.err);
+  what += errno_with_number(m.err);
   return what;
 }
 
@@ -425,7 +425,7 @@ struct Pipes {
   bool open(const Policy& policy, std::string* error) {
     stdin_fd.reset(::open(policy.stdin_path.empty() ? "/dev/null" : policy.stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!stdin_fd) {
-      *error = "open stdin " + policy.stdin_path + ": " + errno_text(errno);
+      *error = "open stdin " + policy.stdin_path + ": " + errno_with_number(errno);
       return false;
     }
     make_pipe(sync_r, sync_w);
@@ -545,7 +545,7 @@ bool start(const Policy& policy, Pipes& pipes, NetnsHold& netns, int cgroup_fd, 
 std::optional<std::string> release(const Policy& policy, const Started& s, Fd& sync_w, JobCgroup* cgroup) {
   std::string error;
   if (!write_id_maps(s.pid, policy, &error)) return "user namespace id maps: " + error;
-  if (!write_sync_byte(sync_w.get(), 'm')) return "release the child: " + errno_text(errno);
+  if (!write_sync_byte(sync_w.get(), 'm')) return "release the child: " + errno_with_number(errno);
   if (s.need_attach && !cgroup->attach(s.pid, &error)) return error;
   (void)write_sync_byte(sync_w.get(), 'c');  // a child that died meanwhile reports why later
   sync_w.reset();

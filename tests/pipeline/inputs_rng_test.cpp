@@ -126,10 +126,10 @@ TEST(ChaChaRng, BelowHasNoModuloBias) {
 
 // --- the input sets written from it ---
 
-struct TempDir {
+struct RngTempDir {
   fs::path path = fs::temp_directory_path() / ("kjrng-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
+  RngTempDir() { fs::create_directories(path); }
+  ~RngTempDir() { fs::remove_all(path); }
 };
 
 constexpr std::int64_t kLen = 4096;
@@ -177,7 +177,7 @@ int outside(const std::vector<double>& v, double lo, double hi) {
 }
 
 TEST(InputSets, DeclaredSetFollowsTheDeclaredDistributions) {
-  TempDir d;
+  RngTempDir d;
   kj::write_named_input_set(task(), "declared", d.path);
   const auto f = load(d.path, 0, v1::F32);
   EXPECT_EQ(outside(f, 2, 5), 0);
@@ -204,7 +204,7 @@ TEST(InputSets, DeclaredSetFollowsTheDeclaredDistributions) {
 }
 
 TEST(InputSets, SignedLargeAndSpikeVariants) {
-  TempDir d;
+  RngTempDir d;
   const auto t = task();
   kj::write_named_input_set(t, "signed", d.path / "signed");
   for (const auto& [arg, dtype, lo, hi] : {std::tuple{0, v1::F32, 2.0, 5.0}, std::tuple{7, v1::F64, 1.0, 2.0}}) {
@@ -227,7 +227,7 @@ TEST(InputSets, SignedLargeAndSpikeVariants) {
 }
 
 TEST(InputSets, EverySetAndRunHasItsOwnValues) {
-  TempDir d;
+  RngTempDir d;
   const auto t = task();
   kj::write_named_input_set(t, "declared", d.path / "a");
   kj::write_named_input_set(t, "declared", d.path / "b");
@@ -253,7 +253,7 @@ TEST(InputSets, DISABLED_Throughput64MiFloats) {
   auto t0 = std::chrono::steady_clock::now();
   for (auto& x : f) x = static_cast<float>(-1 + 2 * r.uniform01());
   const double gen = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  TempDir d;
+  RngTempDir d;
   v1::NativeTask t;
   auto* a = t.add_args()->mutable_tensor();
   a->set_dtype(v1::F32), a->add_shape(static_cast<std::int64_t>(kCount)), a->set_role(v1::IN);
