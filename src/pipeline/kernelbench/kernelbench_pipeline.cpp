@@ -531,7 +531,6 @@ StageEnd legality_findings(KernelBenchRun& k, v1::Result& r) {
   return {};
 }
 
-// 8. The speedup, from the candidate's timed loop and the reference's.
 // Per input set of the timing pool: the median call of the candidate's loop and of the reference's
 // beside it. In the log only, for the operator: a kernel whose speed depends on which buffer it
 // read (fidelity run 23: a 0.07 ms kernel at 0.07 or 0.09 ms from job to job, same fastest call)
@@ -547,22 +546,20 @@ json medians_by_set(const json& loop) {
       if (sets[i] >= 0 && sets[i] < 1e6) by[static_cast<long long>(sets[i])].push_back(ms[i]);
   json out = json::object();
   if (by.size() > kMaxPoolSetsLogged) return out;
-  for (auto& [set, v] : by) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    out[std::to_string(set)] = v[v.size() / 2];
-  }
+  for (auto& [set, v] : by) out[std::to_string(set)] = median(std::move(v));
   return out;
 }
 
 void log_timing_by_set(const KernelBenchRun& k, const json& cand_timing) {
-  const json* ref = k.seen && k.seen->contains("adjacent_baseline") ? &(*k.seen)["adjacent_baseline"] : nullptr;
   if (!cand_timing.contains("trial_set")) return;  // compat: KernelBench's loop, one set
+  const json* ref = k.seen && k.seen->contains("adjacent_baseline") ? &(*k.seen)["adjacent_baseline"] : nullptr;
   log::info("kernelbench.timing_by_set",
             {{"job_id", k.job.job_id()},
              {"candidate_ms", medians_by_set(cand_timing)},
              {"reference_ms", ref ? medians_by_set(*ref) : json::object()}});
 }
 
+// 8. The speedup, from the candidate's timed loop and the reference's.
 void record_speedup(KernelBenchRun& k, v1::Result& r) {
   const json& crep = *k.cand.report;
   if (k.timed() && crep.contains("timing")) {
