@@ -14,11 +14,12 @@ import time
 import torch
 
 from . import inputs as kin
+from .launch_cover import LaunchCover
 
 _perf_ns = time.perf_counter_ns  # bound before candidate code runs
 # How a call is timed, in the identity of cached baselines (node_identity): a reference timed
 # another way is not comparable with a candidate timed this way. Change it with the method.
-PROTOCOL = "strict 4 (mark and events before a 256 MB L2 flush, launch overlaps it)"
+PROTOCOL = "strict 5 (events, then mark, 256 MB L2 flush and a 150 us all-SM cover; launch overlaps them)"
 _Socket = socket.socket
 
 
@@ -100,6 +101,7 @@ class DeviceTimer:
         self.cuda = device.type == "cuda"
         self.flush_buf = None
         self.reset_l2 = None
+        self.cover = None
         self.flags = []
         if self.cuda and l2_flush:
             props = torch.cuda.get_device_properties(device)
@@ -110,6 +112,9 @@ class DeviceTimer:
                 self.reset_l2 = lib.cuCtxResetPersistingL2Cache
             except (OSError, AttributeError):
                 self.flags.append("persisting_l2_reset_unavailable")
+            self.cover = LaunchCover(device)
+            if not self.cover.available:
+                self.flags.append("launch_cover_unavailable")
         self.method = "cuda_events" if self.cuda else "perf_counter"
 
     def sync(self):
@@ -117,32 +122,36 @@ class DeviceTimer:
             torch.cuda.synchronize(self.device)
 
     def before_call(self, mark=None):
-        """The previous call and the perturbation done (the device idle: `mark`, the daemon's 'B'),
-        the call's events made, then the L2 flush queued and not waited for: the call's launch
-        (its host side, tens of microseconds of Python) overlaps the flush, as in Triton's
-        do_bench and KernelBench's loop. Waiting for the flush left the device idle between the
-        start event and the call's first kernel, so the events counted the host's launch: 30-70
-        us a call that both parties paid, moving from job to job (a 0.07 ms kernel timed at
-        0.12-0.14 ms in strict, 4 H100 run 18). Nothing else of the host's sits between the
-        flush and the start event: the mark's datagram and the events' creation once did (run 19).
-        The flush must outlast the launch, hence flush_bytes(). Returns the call's events (None on
-        the CPU), for call()."""
+        """The previous call and the perturbation done (the device idle), the call's events made,
+        then `mark` (the daemon's 'B'), the L2 flush and the launch cover (launch_cover.py) queued
+        and not waited for: the call's launch (its host side, tens of microseconds of Python)
+        overlaps them, as it overlaps the flush in Triton's do_bench and KernelBench's loop.
+        Waiting for the flush left the device idle between the start event and the call's first
+        kernel, so the events counted the host's launch: 30-70 us a call, moving from job to job
+        (a 0.07 ms kernel timed at 0.12-0.14 ms in strict, 4 H100 run 18); a flush alone was
+        outlasted by the launch in half of one candidate's processes (0.080-0.094 ms for 0.070,
+        2026-11-28). Only the mark's datagram and the flush's launch sit between 'B' and the
+        device's work, the less of the host's speed in the daemon's bracket. Returns the call's
+        events (None on the CPU), for call()."""
         self.sync()
+        events = self.new_events()
+        if self.reset_l2 is not None:
+            self.reset_l2()
         if mark is not None:
             mark()
-        events = self.new_events()
         if self.flush_buf is not None:
-            if self.reset_l2 is not None:
-                self.reset_l2()
             self.flush_buf.zero_()
+            if self.cover is not None and self.cover.available:
+                self.cover.cover()
         return events
 
     def new_events(self):
         """A call's (start, end) timing events; None on the CPU."""
         return (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if self.cuda else None
 
-    def call(self, fn, args, events=None):
-        """(result, event ms, host wall ms launch..device-wide sync). `events`: before_call's."""
+    def call(self, fn, args, events=None, done=None):
+        """(result, event ms, host wall ms launch..device-wide sync). `events`: before_call's;
+        `done` (the daemon's 'T' mark) runs right after the sync, before anything else of the host's."""
         if self.cuda:
             start, end = events or self.new_events()
             w0 = _perf_ns()
@@ -151,6 +160,8 @@ class DeviceTimer:
             end.record()
             torch.cuda.synchronize(self.device)
             wall = (_perf_ns() - w0) / 1e6
+            if done is not None:
+                done()
             return out, start.elapsed_time(end), wall
         w0 = _perf_ns()
         out = fn(*args)
@@ -182,8 +193,7 @@ def strict_loop(fn, pool, cfg, device, on_audit=None, clock_path=None):
         k = i % len(pool)
         undo = kin.perturb(pool[k], seed, i) if seed else []
         events = timer.before_call(lambda: clock.mark(b"B"))
-        out, ms, wall = timer.call(fn, pool[k], events)
-        clock.mark(b"T")
+        out, ms, wall = timer.call(fn, pool[k], events, lambda: clock.mark(b"T"))
         if i in audits and on_audit is not None and isinstance(out, torch.Tensor):
             # a device copy now, the file after the loop: writing a large output here would
             # count as time outside the calls on the daemon's clock

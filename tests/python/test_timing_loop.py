@@ -98,11 +98,12 @@ def test_the_flush_outlasts_a_sandboxed_launch_as_triton_and_kernelbench_size_it
     assert timing.flush_bytes(192 << 20) == 384 << 20  # a larger L2 still gets twice its size
 
 
-def test_the_calls_launch_overlaps_the_l2_flush_instead_of_an_idle_device(monkeypatch):
-    """Per timed call: the previous work waited for, the daemon's mark and the call's events made
-    while the device is idle, the flush queued, then the start event at once (no wait for the flush,
-    and no host work between it and the call: the call's host-side launch hides behind it, as in
-    do_bench and KernelBench), the call, the end event and a device-wide wait."""
+def test_the_calls_launch_overlaps_the_l2_flush_and_the_cover_instead_of_an_idle_device(monkeypatch):
+    """Per timed call: the previous work waited for, the call's events made and the persisting L2
+    reset while the device is idle, then the daemon's 'B' mark, the flush and the launch cover
+    queued, the start event at once (no wait for them, and no host work between them and the
+    call: the call's host-side launch hides behind them), the call, the end event, a device-wide
+    wait and at once the daemon's 'T' mark: only the host work the call needs sits between B and T."""
     order = []
 
     class Event:
@@ -113,19 +114,28 @@ def test_the_calls_launch_overlaps_the_l2_flush_instead_of_an_idle_device(monkey
             order.append("event")
 
         def elapsed_time(self, other):
+            order.append("elapsed")
             return 1.0
 
     class FlushBuffer:
         def zero_(self):
             order.append("flush")
 
+    class Cover:
+        available = True
+
+        def cover(self):
+            order.append("cover")
+
     monkeypatch.setattr(timing.torch.cuda, "Event", Event)
     monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda *a: order.append("sync"))
     timer = timing.DeviceTimer(torch.device("cpu"), l2_flush=False)
     timer.cuda, timer.flush_buf, timer.reset_l2 = True, FlushBuffer(), lambda: order.append("reset")
+    timer.cover = Cover()
     events = timer.before_call(lambda: order.append("mark B"))
-    timer.call(lambda: order.append("call"), [], events)
-    assert order == ["sync", "mark B", "new event", "new event", "reset", "flush", "event", "call", "event", "sync"]
+    timer.call(lambda: order.append("call"), [], events, lambda: order.append("mark T"))
+    assert order == ["sync", "new event", "new event", "reset", "mark B", "flush", "cover", "event", "call",
+                     "event", "sync", "mark T", "elapsed"]
 
 
 def test_a_baseline_timed_by_another_method_is_not_the_cache_entry_of_this_one():

@@ -14,10 +14,12 @@
 
 namespace kj {
 
-// Events may undercount a call by this much before the daemon's clock replaces them (the marks'
-// own jitter on a loaded node).
+// Events may undercount a call by this much before the daemon's clock replaces them: the marks'
+// own jitter on a loaded node, and the host work between a call's marks, which runs at the speed
+// of the CPU the candidate's process landed on (an honest 0.068 ms kernel's daemon-clock figure
+// was 23 us under to 38 us over its events across 11 processes on one H100 node, 2026-11-28).
 inline constexpr double kTrustedSlackRatio = 1.10;
-inline constexpr double kTrustedSlackMs = 0.02;
+inline constexpr double kTrustedSlackMs = 0.04;
 
 struct SpeedupFacts {
   const nlohmann::json* candidate = nullptr;           // the candidate's loop (timing.py's report)
