@@ -166,6 +166,8 @@ class DeviceTimer:
         w0 = _perf_ns()
         out = fn(*args)
         wall = (_perf_ns() - w0) / 1e6
+        if done is not None:
+            done()
         return out, wall, wall
 
 

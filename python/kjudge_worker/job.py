@@ -19,6 +19,7 @@ from .gpu_lock import GpuLock
 from .meaning import Meaning, fingerprint
 from .problems import finite, nbytes
 from .sm_clock import SmClock
+from .steps import Steps
 
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
 POOL_MEMORY_SHARE = 0.1   # the timing pool's inputs, as a share of device memory (at least one set)
@@ -37,6 +38,7 @@ class Heavy:
         self.lock, self.total, self.device, self.cache = lock, total, device, cache
         self.threshold = HEAVY_SET_SHARE * total if total else float("inf")
         self.waited = 0.0  # seconds this job's sections waited for other jobs' heavy sets
+        self.steps = Steps()  # the job's (Job sets it): the time cached blocks took to go back
 
     @contextlib.contextmanager
     def section(self, nbytes):
@@ -46,11 +48,13 @@ class Heavy:
         asked = time.monotonic()
         with self.lock:
             self.waited += time.monotonic() - asked
-            self.make_room(nbytes)
+            with self.steps("release_cached"):
+                self.make_room(nbytes)
             try:
                 yield
             finally:
-                transport.release_cached(self.device)
+                with self.steps("release_cached"):
+                    transport.release_cached(self.device)
 
     def make_room(self, nbytes):
         """A heavy set needs room on the device for itself (made now if it is not cached) and for
@@ -80,7 +84,8 @@ class Job:
         self.handed = {}           # per set: the fingerprint of the inputs the candidate was given
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
                         "judge_seconds": 0.0, "judge_seconds_by_request": {}, "settle_seconds": 0.0,
-                        "protocol_errors": [], "transport_errors": [], "worker_faults": []}
+                        "worker_step_seconds": {}, "protocol_errors": [], "transport_errors": [], "worker_faults": []}
+        self.steps = heavy.steps = Steps(self.results["worker_step_seconds"])
         self.done = threading.Event()
         self.listener = None
 
@@ -187,8 +192,9 @@ class Job:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        values, out = self.problem.make_set(entry["seed"], entry.get("transform"),
-                                            lambda: GpuLock(self.lock_path, shared=True))
+        with self.steps("make_set"):
+            values, out = self.problem.make_set(entry["seed"], entry.get("transform"),
+                                                lambda: self.steps.shared_gpu(self.lock_path))
         self.cache.put(key, (values, out), nbytes(values) + out.numel() * out.element_size())
         return values, out
 
@@ -434,7 +440,7 @@ class Job:
         self.same_as_handed(k, values)
         descs, fds, holders, copies = [], [], [], []
         try:
-            with GpuLock(self.lock_path, shared=True):
+            with self.steps.shared_gpu(self.lock_path), self.steps("export"):
                 exported = [transport.export(v) if isinstance(v, torch.Tensor) else None for v in values]
             for v, ex in zip(values, exported):
                 if ex is not None:
@@ -457,7 +463,7 @@ class Job:
         candidate was given: otherwise its expected output belongs to other inputs, and a right
         answer would be called wrong. That is the judge's fault (a draw that is not its seed's),
         never the candidate's verdict: raised as a worker fault (INFRA_ERROR, retried)."""
-        with GpuLock(self.lock_path, shared=True):
+        with self.steps.shared_gpu(self.lock_path), self.steps("fingerprint"):
             now = fingerprint(values)
         was = self.handed.setdefault(k, now)
         if now != was:
@@ -474,7 +480,7 @@ class Job:
                 if values is None:
                     values = self.set_values(self.specs[k])[0]
                 tensors = [v for v in values if isinstance(v, torch.Tensor)]
-                with GpuLock(self.lock_path, shared=True):
+                with self.steps.shared_gpu(self.lock_path), self.steps("check_inputs"):
                     changed = any(c is not None and not compare.identical(c, v) for c, v in zip(copies, tensors))
                 if changed:
                     self.results["flags"].append("inputs_mutated_during_timing" if timing_copy
@@ -503,13 +509,14 @@ class Job:
         if len(fds) != 1:
             slot[key] = {"arg": "output", "passed": False, "problem": "no output tensor was shared"}
             return
-        actual, holder = transport.open_shared(fds.pop(), desc, self.device, "read")  # it closes the fd
+        with self.steps("import"):
+            actual, holder = transport.open_shared(fds.pop(), desc, self.device, "read")  # it closes the fd
         try:
             values, expected = self.set_values(entry)
             self.same_as_handed(entry["index"], values)
             if op == "output" and k in shared:  # with the set in hand: a 6 GB set is made once per output
                 self.check_and_free(k, shared, values)
-            with GpuLock(self.lock_path, shared=True):
+            with self.steps.shared_gpu(self.lock_path), self.steps("compare"):
                 if op == "audit":
                     expected = self.problem.perturbed_output(values, int(self.timing_cfg.get("perturb_seed", 0)),
                                                              call)

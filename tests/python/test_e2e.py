@@ -108,6 +108,8 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon, 
     assert phases["judge_wait.inputs"] > 0 and phases["judge_wait.output"] > 0, phases
     by_request = sum(v for k, v in phases.items() if k.startswith("judge_wait.") and k != "judge_wait.heavy_set_wait")
     assert by_request == pytest.approx(phases["judge_wait"], rel=1e-3, abs=1e-3)
+    # and the worker's time on the job by step (making sets, comparing outputs, ...)
+    assert "worker.make_set" in phases and "worker.compare" in phases, phases
     # the operator's view of the loops per input set of the pool (the candidate's and the reference's)
     by_set = wait_for_log_event(tmp_path / "kjudged.log", "kernelbench.timing_by_set", "kb-strict")
     assert len(by_set["candidate_ms"]) == 5 and set(by_set["reference_ms"]) == set(by_set["candidate_ms"]), by_set

@@ -96,6 +96,11 @@ def test_a_correct_candidate_passes_and_a_wrong_one_fails_without_seeing_expecte
     assert res["protocol_errors"] == [] and res["flags"] == []  # the harness's own protocol is clean
     by = res["judge_seconds_by_request"]  # the candidate's wait for the judge, per request kind
     assert set(by) == {"inputs", "output"} and sum(by.values()) == pytest.approx(res["judge_seconds"])
+    # the worker's own time on the job by step: both sets made (and fingerprinted), handed over,
+    # and the one output that came imported and compared
+    steps = res["worker_step_seconds"]
+    assert {"make_set", "fingerprint", "export", "import", "compare"} <= set(steps), steps
+    assert all(v >= 0 for v in steps.values())
 
 
 def test_outputs_are_compared_once_and_unknown_sets_are_refused(worker):

@@ -403,7 +403,8 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
 }
 
 // The candidate's waits on the trusted worker, in phase_seconds: the GPU lock, the judge's requests
-// (and per request kind, with the part queued behind other jobs' heavy sets), the settling.
+// (and per request kind, with the part queued behind other jobs' heavy sets), the settling, and
+// the worker's own time on the job by step (worker.<step>).
 void note_judge_waits(const json& seen, v1::Result& r) {
   auto& phases = *r.mutable_phase_seconds();
   phases["gpu_lock_wait"] = seen.value("lock_wait_seconds", 0.0);
@@ -411,6 +412,9 @@ void note_judge_waits(const json& seen, v1::Result& r) {
   const json by_request = seen.value("judge_seconds_by_request", json::object());  // a copy: items() keeps no temporary alive
   for (const auto& [request, seconds] : by_request.items())
     if (seconds.is_number()) phases["judge_wait." + request] = seconds.get<double>();
+  const json by_step = seen.value("worker_step_seconds", json::object());  // the worker's time on the job
+  for (const auto& [step, seconds] : by_step.items())
+    if (seconds.is_number()) phases["worker." + step] = seconds.get<double>();
   phases["gpu_settle"] = seen.value("settle_seconds", 0.0);
 }
 
