@@ -57,7 +57,7 @@ def load(device):
         cuda = ctypes.CDLL("libcuda.so.1")
         module, fn = ctypes.c_void_p(), ctypes.c_void_p()
         with torch.cuda.device(device):
-            torch.cuda.current_stream(device)  # the primary context current on this thread
+            torch.cuda.synchronize(device)  # a runtime call: the primary context current on this thread
             if cuda.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(PTX)) != 0:
                 return None
             if cuda.cuModuleGetFunction(ctypes.byref(fn), module, b"kj_launch_cover") != 0:
