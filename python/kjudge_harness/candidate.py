@@ -216,6 +216,8 @@ def run(request, report):
     chan.close()
     report["guards_changed"] = guard.changed()
     report["device_name"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    if device.type == "cuda":  # torch's allocations at their peak (not the worker's shared sets): for the admission's estimate
+        report["device_peak_bytes"] = torch.cuda.max_memory_allocated(device)
     report["torch_version"] = torch.__version__
     report["ok"] = True
     report["stage"] = "done"

@@ -375,6 +375,16 @@ HarnessRun candidate_role(const KernelBenchRun& k) {
 // The device's memory as the worker's prepare saw it (0 on the cpu backend).
 std::uint64_t device_total_bytes(const KernelBenchRun& k) { return k.orep.value("device_total_bytes", std::uint64_t{0}); }
 
+// The admission's estimate beside what the candidate's torch allocated at its peak (the worker's
+// shared sets not included): how far the estimate is from a real candidate's use.
+void log_device_memory(const KernelBenchRun& k) {
+  if (!k.cand.report || !k.cand.report->contains("device_peak_bytes")) return;
+  log::info("kernelbench.device_memory",
+            {{"job_id", k.job.job_id()},
+             {"estimate_bytes", k.orep.value("candidate_device_bytes", std::uint64_t{0})},
+             {"candidate_peak_bytes", k.cand.report->value("device_peak_bytes", std::uint64_t{0})}});
+}
+
 // 4a. Candidate: its builds, its own code, and the job channel to the worker (input sets in,
 // outputs out, as shared device memory); nothing the worker keeps.
 void run_candidate(KernelBenchRun& k, v1::Result& r) {
@@ -397,6 +407,7 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
     k.worker_marks = worker_clock.finish();
   }
   if (k.cand.report) add_phases(r, "candidate", *k.cand.report);
+  log_device_memory(k);
   r.mutable_resources()->set_cpu_seconds(k.cand.sandbox.cpu_seconds);
   r.mutable_resources()->set_wall_seconds(k.cand.sandbox.wall_seconds);
   r.mutable_resources()->set_peak_host_memory_bytes(k.cand.sandbox.peak_rss_bytes);
