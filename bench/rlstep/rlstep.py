@@ -256,12 +256,41 @@ def run_table(rows, windows, smi, submitted, kb_n):
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
         util, busy = gpu_share(smi, start, end, gpus)
         n = kb_n if verdict_step == "c" else submitted
-        table.append({"run": name, "gpus": gpus, "makespan_s": span, "candidates": n, "judged": len(judged),
+        table.append({"run": name, "step": verdict_step, "gpus": gpus, "makespan_s": span, "candidates": n, "judged": len(judged),
                       "per_hour_per_gpu": (len(judged) / span * 3600 / gpus) if span and judged else None,
                       "gpu_util_mean": util, "gpu_busy_share": busy,
                       "cpu_s_per_candidate": (sum(w["cpu_s"] for w in ws) / n) if n else None,
                       "verdicts": counts})
     return table
+
+
+WHERE_PHASES = ("device_memory_wait", "judge_wait", "judge_wait.inputs", "judge_wait.output", "judge_wait.audit",
+                "judge_wait.heavy_set_wait", "candidate.correctness", "candidate.timing", "oracle.sets")
+
+
+def where_it_goes(rows, step):
+    """Per phase of WHERE_PHASES and every worker.<step> the rows have: (median, p90, sum) of its
+    seconds over the run's verdicts, in that order (absent phases count 0 s in a row)."""
+    ps = [r.get("phase_seconds") or {} for r in rows if r["step"] == step]
+    names = list(WHERE_PHASES) + sorted({k for p in ps for k in p if k.startswith("worker.")})
+    out = []
+    for name in names:
+        xs = sorted(p.get(name, 0.0) for p in ps)
+        if xs and any(xs):
+            out.append((name, statistics.median(xs), xs[int(0.9 * (len(xs) - 1))], sum(xs)))
+    return out
+
+
+def where_lines(rows, table):
+    """The report's per-phase table of each GPU phase of run b (where its candidates' time went)."""
+    out = []
+    for t in table:
+        phases = where_it_goes(rows, t["step"]) if (t["step"] or "").startswith("b-g") else []
+        if phases:
+            out += ["", "%s, seconds per candidate (`phase_seconds`):" % t["run"], "",
+                    "| phase | median | p90 | sum |", "|---|---|---|---|"]
+            out += ["| %s | %.2f | %.2f | %.0f |" % p for p in phases]
+    return out
 
 
 def fmt(x, f="%.1f"):
@@ -302,6 +331,7 @@ def step_report(a):
             rate, rate1 = t["per_hour_per_gpu"] * t["gpus"], one[0]["per_hour_per_gpu"]
             out += ["", "b's GPU phase on %d GPUs: %.0f candidates/h against %.0f on one GPU: %.2fx (ideal %d)." % (
                 t["gpus"], rate, rate1, rate / rate1, t["gpus"])]
+    out += where_lines(rows, table)
     md = "\n".join(out) + "\n"
     open(os.path.join(a.out, "table.md"), "w").write(md)
     json.dump({"runs": table}, open(os.path.join(a.out, "results.json"), "w"), indent=1)

@@ -66,3 +66,21 @@ def test_gpu_phases_count_their_own_gpus(tmp_path):
     assert runs[4]["per_hour_per_gpu"] == 8 / 40 * 3600 / 4
     assert runs[4]["gpu_busy_share"] == (4 + 3 * 2) / 16  # GPU 0 always, GPUs 1-3 in 2 of 4 samples
     assert "on 4 GPUs: 720 candidates/h against 360 on one GPU: 2.00x (ideal 4)" in (tmp_path / "table.md").read_text()
+
+
+def test_where_the_gpu_phase_goes_is_a_table_of_its_phases(tmp_path):
+    """Each GPU phase of run b gets the median, p90 and sum of its candidates' waits and stages,
+    the worker's own steps included, over that phase's rows only."""
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps([{"candidate": "c%d.py" % i, "problem": "p"} for i in range(4)]))
+    write_jsonl(tmp_path / "windows.jsonl", [{"step": "b-judge-g1", "start": 0, "end": 40, "cpu_s": 0}])
+    rows = [{"step": "b-g1", "verdict": "OK", "phase_seconds": {"device_memory_wait": w, "worker.compare": 1.0}}
+            for w in (1.0, 2.0, 3.0, 10.0)]
+    write_jsonl(tmp_path / "rows.jsonl", rows + [{"step": "a", "verdict": "OK", "phase_seconds": {"device_memory_wait": 99.0}}])
+    subprocess.run([sys.executable, os.path.join(REPO, "bench", "rlstep", "rlstep.py"), "report", "--manifest", str(manifest),
+                    "--dataset", str(tmp_path), "--out", str(tmp_path)], check=True, capture_output=True)
+    table = (tmp_path / "table.md").read_text()
+    assert "b: builds supplied (GPU phase, 1 GPU), seconds per candidate" in table
+    assert "| device_memory_wait | 2.50 | 3.00 | 16 |" in table  # run a's 99 s is not b's
+    assert "| worker.compare | 1.00 | 1.00 | 4 |" in table
+    assert "judge_wait.output" not in table  # no row has it
