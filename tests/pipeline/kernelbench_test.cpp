@@ -243,6 +243,19 @@ TEST(KernelBenchSpeedup, TheDaemonsClockReplacesEventsThatUndercount) {
   EXPECT_NEAR(*kj::harness_overhead_ms(base, honest), 0.0, 1e-9);  // 1.05 - 2.0 is clamped at 0
 }
 
+// A loop timed without the launch cover (or the persisting-L2 reset) says so in the result's
+// flags, once however many loops carry it; a loop with no notes adds none.
+TEST(KernelBenchSpeedup, ALoopsOwnNotesReachTheResultsFlagsOnce) {
+  using nlohmann::json;
+  v1::Result r;
+  kj::note_loop_flags(json{{"trial_ms", {1.0}}, {"flags", {"launch_cover_unavailable"}}}, r);
+  kj::note_loop_flags(json{{"flags", {"launch_cover_unavailable", "persisting_l2_reset_unavailable"}}}, r);
+  kj::note_loop_flags(json{{"trial_ms", {1.0}}}, r);
+  ASSERT_EQ(r.legality().flags_size(), 2);
+  EXPECT_EQ(r.legality().flags(0), "launch_cover_unavailable");
+  EXPECT_EQ(r.legality().flags(1), "persisting_l2_reset_unavailable");
+}
+
 // Two loops of the reference in one job (beside the candidate's, and prepared or cached) that
 // moved apart say how far loops of one kernel move between moments: the interval takes it in.
 TEST(KernelBenchSpeedup, TheIntervalWidensByHowFarTheReferencesTwoLoopsMovedApart) {

@@ -579,6 +579,8 @@ void record_speedup(KernelBenchRun& k, v1::Result& r) {
   const json& crep = *k.cand.report;
   if (k.timed() && crep.contains("timing")) {
     log_timing_by_set(k, crep["timing"]);
+    note_loop_flags(crep["timing"], r);
+    if (k.seen && k.seen->contains("adjacent_baseline")) note_loop_flags((*k.seen)["adjacent_baseline"], r);
     set_kernelbench_speedup(*r.mutable_performance(), crep["timing"], k.baseline, *k.seen, k.marks, k.worker_marks,
                             k.compat, k.orep.value("roofline", json()), LoopDrift::of_device(gpu_index(k.cfg)));
   }

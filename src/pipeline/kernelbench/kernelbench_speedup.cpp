@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "pipeline/checks/engine_checks.h"
 #include "pipeline/kernelbench/kernelbench_checks.h"
 #include "pipeline/checks/stats.h"
 
@@ -64,6 +65,11 @@ std::optional<double> harness_overhead_ms(const json& timing, const TimedLoop& l
   const auto events = json_doubles(timing, "trial_ms");
   if (loop.call_ms.empty() || loop.call_ms.size() != events.size()) return std::nullopt;
   return std::max(0.0, median_of(loop.call_ms) - median_of(events));
+}
+
+void note_loop_flags(const json& timing, v1::Result& r) {
+  for (const auto& flag : timing.value("flags", json::array()))
+    if (flag.is_string()) add_flag(r, flag.get<std::string>());
 }
 
 void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {

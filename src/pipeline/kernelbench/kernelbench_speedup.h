@@ -41,6 +41,11 @@ kjudge::v1::TimingStats stats_of(const nlohmann::json& timing);
 // trusted loop; nullopt without a complete bracketing of its calls.
 std::optional<double> harness_overhead_ms(const nlohmann::json& timing, const TimedLoop& loop);
 
+// A timed loop's own notes (`timing.flags`: a device where the launch cover or the persisting-L2
+// reset did not load, docs/timing.md) into the result's flags, so that a figure taken without
+// them says so.
+void note_loop_flags(const nlohmann::json& timing, kjudge::v1::Result& r);
+
 // Fills candidate, baseline and compiled_baseline stats, speedup(s), the 95% interval,
 // trusted_call_ms and speedup_source.
 void set_speedup(kjudge::v1::Performance& perf, const SpeedupFacts& f);
