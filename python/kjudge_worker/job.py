@@ -111,7 +111,7 @@ class Job:
             if k == 0:
                 declared_finite = finite(out)
                 if self.peaks is not None and self.problem.work is None:  # with the declared set in hand
-                    with GpuLock(self.lock_path, shared=True), self.problem.lock:
+                    with self.steps.shared_gpu(self.lock_path), self.problem.lock:
                         self.problem.work = roofline.work_of(self.problem.model, values, out)
             elif not self.problem.compat and declared_finite and not finite(out):
                 entry["skipped"] = "the reference itself gives NaN/Inf on this variant"
@@ -234,7 +234,7 @@ class Job:
         if compiled is None:
             return None
         try:
-            with GpuLock(self.lock_path, shared=True), torch.no_grad(), numerics.scoped(self.problem.compat):
+            with self.steps.shared_gpu(self.lock_path), torch.no_grad(), numerics.scoped(self.problem.compat):
                 with kin.generators_held():
                     for values in pool:
                         compiled(*values)
@@ -551,7 +551,7 @@ class Job:
     def replays(self, expected, actual, desc):
         """actual passes as `expected` (another input's answer), which is not itself near zero."""
         tol = self.request["tolerance"]
-        with GpuLock(self.lock_path, shared=True):
+        with self.steps.shared_gpu(self.lock_path):
             if near_zero(expected, tol):
                 return False
             return bool(compare.described(expected, actual, desc, tol).get("passed"))
@@ -574,7 +574,7 @@ class Job:
                 continue
             values, expected = self.set_values(self.specs[self.pool[k]])
             if other is not None:
-                with GpuLock(self.lock_path, shared=True):
+                with self.steps.shared_gpu(self.lock_path):
                     expected = self.problem.perturbed_output(values, seed, other)
             if self.replays(expected, actual, desc):
                 self.results["flags"].append(f"audit_replayed:{call}:{words}")

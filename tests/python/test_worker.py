@@ -452,18 +452,26 @@ def test_the_compiled_baseline_compiles_outside_the_exclusive_lock(monkeypatch):
     import threading
     import types
     from kjudge_worker import job as jobmod
+    from kjudge_worker import steps as stepsmod
     events = []
 
     class RecordingLock:
         def __init__(self, path, shared=False):
             self.shared = shared
 
-        def __enter__(self):
+        def acquire(self):
             events.append("shared" if self.shared else "exclusive")
+            return 0.0
+
+        def release(self):
+            events.append("release")
+
+        def __enter__(self):
+            self.acquire()
             return self
 
         def __exit__(self, *exc):
-            events.append("release")
+            self.release()
 
     def fake_compile(model, device):
         def compiled(*args):
@@ -472,6 +480,7 @@ def test_the_compiled_baseline_compiles_outside_the_exclusive_lock(monkeypatch):
         return compiled
 
     monkeypatch.setattr(jobmod, "GpuLock", RecordingLock)
+    monkeypatch.setattr(stepsmod, "GpuLock", RecordingLock)  # the worker's shared holds (Steps.shared_gpu)
     monkeypatch.setattr(jobmod, "compiled_model", fake_compile)
     monkeypatch.setattr(jobmod.torch.cuda, "synchronize", lambda *a: None)
     problem = types.SimpleNamespace(model=torch.nn.ReLU(), compat=False)

@@ -413,6 +413,13 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
   r.mutable_resources()->set_peak_host_memory_bytes(k.cand.sandbox.peak_rss_bytes);
 }
 
+// The worker's {name: seconds} object `key` into phase_seconds as `prefix` + name.
+void copy_seconds(const json& seen, const char* key, const std::string& prefix, v1::Result& r) {
+  const json by = seen.value(key, json::object());  // a copy: items() keeps no temporary alive
+  for (const auto& [name, seconds] : by.items())
+    if (seconds.is_number()) (*r.mutable_phase_seconds())[prefix + name] = seconds.get<double>();
+}
+
 // The candidate's waits on the trusted worker, in phase_seconds: the GPU lock, the judge's requests
 // (and per request kind, with the part queued behind other jobs' heavy sets), the settling, and
 // the worker's own time on the job by step (worker.<step>).
@@ -420,12 +427,8 @@ void note_judge_waits(const json& seen, v1::Result& r) {
   auto& phases = *r.mutable_phase_seconds();
   phases["gpu_lock_wait"] = seen.value("lock_wait_seconds", 0.0);
   phases["judge_wait"] = seen.value("judge_seconds", 0.0);
-  const json by_request = seen.value("judge_seconds_by_request", json::object());  // a copy: items() keeps no temporary alive
-  for (const auto& [request, seconds] : by_request.items())
-    if (seconds.is_number()) phases["judge_wait." + request] = seconds.get<double>();
-  const json by_step = seen.value("worker_step_seconds", json::object());  // the worker's time on the job
-  for (const auto& [step, seconds] : by_step.items())
-    if (seconds.is_number()) phases["worker." + step] = seconds.get<double>();
+  copy_seconds(seen, "judge_seconds_by_request", "judge_wait.", r);
+  copy_seconds(seen, "worker_step_seconds", "worker.", r);
   phases["gpu_settle"] = seen.value("settle_seconds", 0.0);
 }
 
