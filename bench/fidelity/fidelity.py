@@ -682,6 +682,8 @@ def main():
     ap.add_argument("--resume-phases", default="",
                     help="comma-separated phases whose rows are taken from --resume files (default: all), e.g. kb "
                          "to judge afresh with kjudge but keep KernelBench's evaluations")
+    ap.add_argument("--merge", nargs="*", action="extend", default=[],
+                    help="results.jsonl files of this run's shards: every row taken, whatever --resume-phases says")
     ap.add_argument("--dry-run", action="store_true", help="validate the manifest and problem paths; judge nothing")
     a = ap.parse_args()
     a.modes = [m for m in a.modes.split(",") if m]
@@ -709,11 +711,13 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     state_path = os.path.join(a.out, "results.jsonl")
     have = set(open(state_path).read().splitlines()) if os.path.exists(state_path) else set()
-    for f in a.resume:  # rows of earlier runs, each line once (run passes --resume to every call)
+    # rows of earlier runs (filtered by --resume-phases) and of this run's shards, each line once
+    sources = [(f, a.resume_phases) for f in a.resume] + [(f, "") for f in a.merge]
+    for f, keep_phases in sources:
         if os.path.exists(f) and os.path.abspath(f) != os.path.abspath(state_path):
             with open(state_path, "a") as dst:
                 for line in open(f).read().splitlines():
-                    if line.strip() and line not in have and resumed_phase(line, a.resume_phases):
+                    if line.strip() and line not in have and resumed_phase(line, keep_phases):
                         dst.write(line + "\n")
                         have.add(line)
     state = State(a.out)
