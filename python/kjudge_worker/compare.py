@@ -1,5 +1,6 @@
 """The comparator of src/pipeline/checks/compare.cpp, on the tensors' own device (no host copy): the same
-tolerance rules and the same report fields. In float64, in chunks, so memory stays bounded.
+tolerance rules and the same report fields. In float64, in chunks, so memory stays bounded, with
+two host syncs per output that passes (docs/gpu-worker.md).
   pass  |a - e| <= atol * (scale_aware ? max(1, max finite |e|) : 1) + rtol * |e|
   NaN   matches NaN only when nan_equal; a NaN where a number was expected is counted apart
   Inf   must equal exactly"""
@@ -17,13 +18,12 @@ def _flat(t):
 
 
 def _scale(expected):
-    scale = 1.0
+    """max(1, the largest finite |expected|), on the device: one sync for the whole tensor."""
+    best = torch.ones((), dtype=torch.float64, device=expected.device)
     for i in range(0, expected.numel(), CHUNK):
-        e = _flat(expected[i:i + CHUNK]).abs()
-        e = e[torch.isfinite(e)]
-        if e.numel():
-            scale = max(scale, float(e.max()))
-    return scale
+        e = _flat(expected[i:i + CHUNK]).abs()  # not in place: a float64 chunk is the output's own
+        best = torch.maximum(best, torch.where(torch.isfinite(e), e, 0.0).max())
+    return float(best)
 
 
 def value_class(x):
@@ -58,9 +58,35 @@ def _position(index, shape):
     return "[" + ", ".join(str(c) for c in reversed(coords)) + "]"
 
 
+def _judged(e, a, floor, rtol, nan_equal):
+    """One chunk (native dtype): (wrong, finite, |a - e|, tolerance, e, a), the last four in float64.
+    NaN matches NaN only when nan_equal; an infinity only itself."""
+    finite = torch.isfinite(e) & torch.isfinite(a)
+    ok = torch.isinf(e) & (a == e)
+    if nan_equal:
+        ok |= torch.isnan(a) & torch.isnan(e)
+    e, a = _flat(e), _flat(a)
+    d = (a - e).abs_()
+    lim = e.abs().mul_(rtol).add_(floor)
+    ok |= finite & (d <= lim)
+    return ~ok, finite, d, lim, e, a
+
+
+def _tallies(e, a, floor, rtol, nan_equal):
+    """Device scalars of one chunk, float64: [wrong, NaN given where wrong, Inf given where wrong,
+    max finite |a - e|, max finite |a - e| / |e| (e != 0)]. No host sync."""
+    wrong, finite, d, lim, e64, _ = _judged(e, a, floor, rtol, nan_equal)
+    del lim
+    rel = torch.where(finite & (e64 != 0), d / e64.abs(), 0.0).max()
+    f64 = torch.float64
+    return torch.stack([wrong.sum(dtype=f64), (wrong & torch.isnan(a)).sum(dtype=f64),
+                        (wrong & torch.isinf(a)).sum(dtype=f64), torch.where(finite, d, 0.0).max(), rel])
+
+
 def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True, shape=None):
     """expected, actual: flat tensors of one dtype and size on one device. Returns the
-    TensorComparison fields as a dict."""
+    TensorComparison fields as a dict. One pass of device work without a host sync, then, only
+    for an output with wrong elements, its wrong chunks again for the first and worst of them."""
     n = expected.numel()
     out = {"arg": "output", "atol": atol, "rtol": rtol, "elements": n, "first_mismatch_index": -1,
            "mismatches": 0, "max_abs_error": 0.0, "max_rel_error": 0.0, "passed": False, "problem": ""}
@@ -69,39 +95,24 @@ def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True, shap
         out["mismatches"] = n
         return out
     floor = atol * _scale(expected) if scale_aware else atol
-    bad = nan_bad = inf_bad = 0
-    worst = []
-    max_abs = max_rel = 0.0
-    first = -1
-    for i in range(0, n, CHUNK):
-        e, a = _flat(expected[i:i + CHUNK]), _flat(actual[i:i + CHUNK])
-        d = (a - e).abs()
-        lim = floor + rtol * e.abs()
-        e_nan, a_nan = torch.isnan(e), torch.isnan(a)
-        any_nan = e_nan | a_nan
-        any_inf = (torch.isinf(e) | torch.isinf(a)) & ~any_nan
-        finite = ~any_nan & ~any_inf
-        ok = torch.where(finite, d <= lim, torch.zeros_like(finite))
-        ok |= any_nan & (a_nan & e_nan) if nan_equal else torch.zeros_like(ok)
-        ok |= any_inf & (a == e)
-        nan_bad += int((a_nan & ~ok).sum())
-        inf_bad += int((torch.isinf(a) & ~ok).sum())
-        if finite.any():
-            df = d[finite]
-            max_abs = max(max_abs, float(df.max()))
-            ef = e[finite].abs()
-            nz = ef != 0
-            if nz.any():
-                max_rel = max(max_rel, float((df[nz] / ef[nz]).max()))
-        wrong = ~ok
-        count = int(wrong.sum())
-        if count and first < 0:
+    starts = range(0, n, CHUNK)
+    per_chunk = [_tallies(expected[i:i + CHUNK].detach(), actual[i:i + CHUNK].detach(), floor, rtol, nan_equal)
+                 for i in starts]
+    rows = torch.stack(per_chunk).tolist() if per_chunk else []
+    bad, nan_bad, inf_bad = (int(sum(r[k] for r in rows)) for k in range(3))
+    first, worst = -1, []
+    for i, row in zip(starts, rows):
+        if not row[0] or (len(worst) == WORST and all(w[0] == math.inf for w in worst)):
+            continue
+        wrong, finite, d, lim, e, a = _judged(expected[i:i + CHUNK].detach(), actual[i:i + CHUNK].detach(), floor,
+                                              rtol, nan_equal)
+        if first < 0:
             first = i + int(torch.nonzero(wrong)[0, 0])
-        if count and not (len(worst) == WORST and all(w[0] == math.inf for w in worst)):
-            worst = sorted(worst + _worst_in_chunk(wrong, finite, d, lim, e, a, i), key=lambda w: (-w[0], w[1]))[:WORST]
-        bad += count
-    out.update({"mismatches": bad, "first_mismatch_index": first, "max_abs_error": max_abs,
-                "max_rel_error": max_rel, "passed": bad == 0, "nan_outputs": nan_bad, "inf_outputs": inf_bad,
+        worst = sorted(worst + _worst_in_chunk(wrong, finite, d, lim, e, a, i), key=lambda w: (-w[0], w[1]))[:WORST]
+    out.update({"mismatches": bad, "first_mismatch_index": first,
+                "max_abs_error": max((r[3] for r in rows), default=0.0),
+                "max_rel_error": max((r[4] for r in rows), default=0.0), "passed": bad == 0,
+                "nan_outputs": nan_bad, "inf_outputs": inf_bad,
                 "worst": [{"position": _position(w[1], shape if shape is not None else [n]), "got": f"{w[2]:.6g}",
                            "expected": w[3]} for w in worst]})
     if nan_bad:

@@ -230,6 +230,16 @@ def test_device_comparator_matches_the_daemons_rules(dtype):
     assert not compare.compare(f, torch.tensor([100.0, 0.009]), 1e-4, 1e-4, scale_aware=False)["passed"]
 
 
+def test_comparator_leaves_a_float64_output_as_it_was():
+    """Its float64 working copies are the tensors themselves for a float64 output: nothing in place."""
+    e = torch.tensor([-3.0, 2.0, -0.5, float("nan")], dtype=torch.float64)
+    a = torch.tensor([-3.0, 2.5, -0.5, float("nan")], dtype=torch.float64)
+    e0, a0 = e.clone(), a.clone()
+    r = compare.compare(e, a, 1e-4, 1e-4)
+    assert (r["mismatches"], r["first_mismatch_index"], r["max_abs_error"]) == (1, 1, 0.5)
+    assert torch.equal(e[:3], e0[:3]) and torch.equal(a[:3], a0[:3])
+
+
 def sized_job(total, sets, audits=(), param_bytes=0):
     """A worker Job with sets of the given (input, output) byte sizes and a model of `param_bytes`,
     on a device of `total` bytes."""
