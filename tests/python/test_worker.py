@@ -230,6 +230,45 @@ def test_device_comparator_matches_the_daemons_rules(dtype):
     assert not compare.compare(f, torch.tensor([100.0, 0.009]), 1e-4, 1e-4, scale_aware=False)["passed"]
 
 
+def whole_tensor_comparison(e, a, atol, rtol, scale_aware, nan_equal):
+    """The comparator's rules on whole tensors, in float64 (the definition the chunks must meet)."""
+    e, a = e.double(), a.double()
+    fin_e = e[torch.isfinite(e)].abs()
+    floor = atol * max(1.0, float(fin_e.max()) if fin_e.numel() else 1.0) if scale_aware else atol
+    d = (a - e).abs()
+    finite = torch.isfinite(e) & torch.isfinite(a)
+    ok = (finite & (d <= floor + rtol * e.abs())) | (torch.isinf(e) & (a == e))
+    if nan_equal:
+        ok |= torch.isnan(a) & torch.isnan(e)
+    wrong = ~ok
+    rel = d[finite & (e != 0)] / e[finite & (e != 0)].abs()
+    return {"mismatches": int(wrong.sum()), "first_mismatch_index": int(torch.nonzero(wrong)[0, 0]) if wrong.any() else -1,
+            "max_abs_error": float(d[finite].max()) if finite.any() else 0.0,
+            "max_rel_error": float(rel.max()) if rel.numel() else 0.0,
+            "nan_outputs": int((wrong & torch.isnan(a)).sum()), "inf_outputs": int((wrong & torch.isinf(a)).sum())}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.int32])
+def test_comparator_in_chunks_meets_the_whole_tensor_rules(dtype, monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK", 7)  # 100 elements: 15 chunks, the last one short
+    gen = torch.Generator().manual_seed(3)
+    for trial in range(40):
+        e = (torch.randn(100, generator=gen) * 10).to(dtype)
+        a = e.clone()
+        idx = torch.randint(0, 100, (trial % 9,), generator=gen)
+        if dtype.is_floating_point:
+            specials = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.5, 1e-3], dtype=dtype)
+            a[idx] += specials[idx % 5]
+            e[idx[::3]] = specials[(idx[::3] + 1) % 3]
+        else:
+            a[idx] += 1
+        for scale_aware, nan_equal in ((True, True), (False, False)):
+            got = compare.compare(e, a, 1e-3, 1e-3, scale_aware, nan_equal)
+            want = whole_tensor_comparison(e, a, 1e-3, 1e-3, scale_aware, nan_equal)
+            assert {k: got[k] for k in want} == want, (trial, scale_aware)
+            assert got["passed"] is (want["mismatches"] == 0)
+
+
 def test_comparator_leaves_a_float64_output_as_it_was():
     """Its float64 working copies are the tensors themselves for a float64 output: nothing in place."""
     e = torch.tensor([-3.0, 2.0, -0.5, float("nan")], dtype=torch.float64)
