@@ -713,11 +713,12 @@ def main():
     have = set(open(state_path).read().splitlines()) if os.path.exists(state_path) else set()
     # rows of earlier runs (filtered by --resume-phases) and of this run's shards, each line once
     sources = [(f, a.resume_phases) for f in a.resume] + [(f, "") for f in a.merge]
+    gpu = cuda_device_name()
     for f, keep_phases in sources:
         if os.path.exists(f) and os.path.abspath(f) != os.path.abspath(state_path):
             with open(state_path, "a") as dst:
                 for line in open(f).read().splitlines():
-                    if line.strip() and line not in have and resumed_phase(line, keep_phases):
+                    if line.strip() and line not in have and resumed_phase(line, keep_phases, gpu):
                         dst.write(line + "\n")
                         have.add(line)
     state = State(a.out)
@@ -761,14 +762,27 @@ def main():
     return 0
 
 
-def resumed_phase(line, phases):
-    """Whether a row of an earlier run is kept: its phase is among `phases` ("" keeps every row)."""
-    if not phases:
-        return True
+def cuda_device_name():
+    """The GPU this run judges on, None without one (a report made elsewhere)."""
     try:
-        return json.loads(line).get("phase") in phases.split(",")
+        import torch
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def resumed_phase(line, phases, gpu=None):
+    """Whether a row of an earlier run is kept: its phase is among `phases` ("" keeps every row),
+    and a KernelBench row was measured on this run's GPU (`gpu`; None: any), else its speedups
+    would not be side by side with this run's and KernelBench evaluates the candidate again."""
+    try:
+        row = json.loads(line)
     except ValueError:
         return False
+    hardware = (row.get("metadata") or {}).get("hardware")
+    if gpu and row.get("phase") == "kb" and hardware and hardware != gpu:
+        return False
+    return not phases or row.get("phase") in phases.split(",")
 
 
 if __name__ == "__main__":

@@ -238,6 +238,20 @@ def test_the_fidelity_report_counts_the_jobs_whose_interval_holds_the_repeats_me
     assert fid.ci_covers([dict(j, ci_low=0.0) for j in jobs]) is None  # no interval reported
 
 
+def test_resumed_kernelbench_rows_come_only_from_this_runs_gpu():
+    """KernelBench's speedups are compared with kjudge's side by side: a row timed on another card
+    is not resumed (KernelBench evaluates that candidate again); kjudge's rows follow --resume-phases."""
+    fid = load_fidelity()
+    kb = lambda hw: json.dumps({"phase": "kb", "metadata": {"hardware": hw}})  # noqa: E731
+    assert fid.resumed_phase(kb("NVIDIA H100 80GB HBM3"), "kb", "NVIDIA H100 80GB HBM3")
+    assert not fid.resumed_phase(kb("NVIDIA H100 80GB HBM3"), "kb", "NVIDIA H200")
+    assert fid.resumed_phase(kb("NVIDIA H100 80GB HBM3"), "kb", None)  # a report made without a GPU
+    strict = json.dumps({"phase": "alone", "mode": "strict"})
+    assert not fid.resumed_phase(strict, "kb", "NVIDIA H200")
+    assert fid.resumed_phase(strict, "", "NVIDIA H200")
+    assert not fid.resumed_phase("{cut line", "", None)
+
+
 def test_a_fidelity_row_keeps_where_the_jobs_wall_went():
     fid = load_fidelity()
     row = fid.summarize_result({"status": "OK", "phaseSeconds": {"device_memory_wait": 61.25, "build": 2.0},
