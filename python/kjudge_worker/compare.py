@@ -1,6 +1,6 @@
 """The comparator of src/pipeline/checks/compare.cpp, on the tensors' own device (no host copy): the same
 tolerance rules and the same report fields. In float64, in chunks, so memory stays bounded, with
-two host syncs per output that passes (docs/gpu-worker.md).
+two host syncs per output, three when it has wrong elements (docs/gpu-worker.md).
   pass  |a - e| <= atol * (scale_aware ? max(1, max finite |e|) : 1) + rtol * |e|
   NaN   matches NaN only when nan_equal; a NaN where a number was expected is counted apart
   Inf   must equal exactly"""
@@ -35,19 +35,41 @@ def value_class(x):
     return "zero" if x == 0 else "a positive number" if x > 0 else "a negative number"
 
 
-def _worst_in_chunk(wrong, finite, d, lim, e, a, base):
-    """[(score, index, got, expected class)] of at most WORST wrong elements: non-finite ones first
-    (in order), then the finite ones furthest beyond their tolerance."""
-    picked = []
-    nonfinite = torch.nonzero(wrong & ~finite)[:WORST, 0].tolist()
-    for i in nonfinite:
-        picked.append((math.inf, base + i, float(a[i]), value_class(float(e[i]))))
-    wf = wrong & finite
-    if len(picked) < WORST and wf.any():
-        score = torch.where(wf, d / lim.clamp_min(1e-300), torch.full_like(d, -1.0))
-        top = torch.topk(score, min(WORST, int(wf.sum()))).indices.tolist()
-        picked += [(float(score[i]), base + i, float(a[i]), value_class(float(e[i]))) for i in top]
-    return picked
+def _wrong_rows(base, wrong, finite, d, lim, e, a):
+    """Device rows (score, index, got, expected) of the candidates for the worst wrong elements of one
+    chunk: its first WORST non-finite ones (score inf) and its WORST finite ones furthest beyond their
+    tolerance (score |a - e| / tolerance); rows of score -1 fill the places no element takes."""
+    k = min(WORST, wrong.numel())
+    at = torch.arange(wrong.numel(), device=wrong.device, dtype=torch.float64)
+    first_key, first_at = torch.topk(torch.where(wrong & ~finite, -at, -math.inf), k)  # lowest index first
+    score, top_at = torch.topk(torch.where(wrong & finite, d / lim.clamp_min(1e-300), -1.0), k)
+    at = torch.cat([first_at, top_at])
+    score = torch.cat([torch.where(first_key > -math.inf, math.inf, -1.0), score])
+    return torch.stack([score, at.to(torch.float64) + base, a[at], e[at]], 1)
+
+
+def _first_and_worst(expected, actual, rows, floor, rtol, nan_equal):
+    """For an output with wrong elements: the index of the first and the WORST worst of them
+    [(score, index, got, expected class)]: non-finite ones first (in order), then the finite ones
+    furthest beyond their tolerance. The chunks with wrong elements are judged again, until WORST
+    non-finite ones are found; one host sync for all."""
+    first, found, nonfinite = None, [], 0
+    for i, row in zip(range(0, expected.numel(), CHUNK), rows):
+        if not row[0]:
+            continue
+        wrong, finite, d, lim, e, a = _judged(expected[i:i + CHUNK].detach(), actual[i:i + CHUNK].detach(), floor,
+                                              rtol, nan_equal)
+        if first is None:
+            first = torch.argmax(wrong.to(torch.uint8)).to(torch.float64) + i  # argmax: its first maximum
+        found.append(_wrong_rows(i, wrong, finite, d, lim, e, a))
+        nonfinite += row[5]
+        if nonfinite >= WORST:  # the later chunks' elements come after these
+            break
+    if first is None:
+        return -1, []
+    head, *picked = torch.cat([first.reshape(1, 1).expand(1, 4), *found]).tolist()
+    worst = [(s, int(at), got, value_class(exp)) for s, at, got, exp in picked if s >= 0]
+    return int(head[0]), sorted(worst, key=lambda w: (-w[0], w[1]))[:WORST]
 
 
 def _position(index, shape):
@@ -74,13 +96,15 @@ def _judged(e, a, floor, rtol, nan_equal):
 
 def _tallies(e, a, floor, rtol, nan_equal):
     """Device scalars of one chunk, float64: [wrong, NaN given where wrong, Inf given where wrong,
-    max finite |a - e|, max finite |a - e| / |e| (e != 0)]. No host sync."""
+    max finite |a - e|, max finite |a - e| / |e| (e != 0), wrong where either side is not finite].
+    No host sync."""
     wrong, finite, d, lim, e64, _ = _judged(e, a, floor, rtol, nan_equal)
     del lim
     rel = torch.where(finite & (e64 != 0), d / e64.abs(), 0.0).max()
     f64 = torch.float64
     return torch.stack([wrong.sum(dtype=f64), (wrong & torch.isnan(a)).sum(dtype=f64),
-                        (wrong & torch.isinf(a)).sum(dtype=f64), torch.where(finite, d, 0.0).max(), rel])
+                        (wrong & torch.isinf(a)).sum(dtype=f64), torch.where(finite, d, 0.0).max(), rel,
+                        (wrong & ~finite).sum(dtype=f64)])
 
 
 def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True, shape=None):
@@ -100,15 +124,7 @@ def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True, shap
                  for i in starts]
     rows = torch.stack(per_chunk).tolist() if per_chunk else []
     bad, nan_bad, inf_bad = (int(sum(r[k] for r in rows)) for k in range(3))
-    first, worst = -1, []
-    for i, row in zip(starts, rows):
-        if not row[0] or (len(worst) == WORST and all(w[0] == math.inf for w in worst)):
-            continue
-        wrong, finite, d, lim, e, a = _judged(expected[i:i + CHUNK].detach(), actual[i:i + CHUNK].detach(), floor,
-                                              rtol, nan_equal)
-        if first < 0:
-            first = i + int(torch.nonzero(wrong)[0, 0])
-        worst = sorted(worst + _worst_in_chunk(wrong, finite, d, lim, e, a, i), key=lambda w: (-w[0], w[1]))[:WORST]
+    first, worst = _first_and_worst(expected, actual, rows, floor, rtol, nan_equal) if bad else (-1, [])
     out.update({"mismatches": bad, "first_mismatch_index": first,
                 "max_abs_error": max((r[3] for r in rows), default=0.0),
                 "max_rel_error": max((r[4] for r in rows), default=0.0), "passed": bad == 0,

@@ -2,6 +2,7 @@
 serving its control socket, a candidate's channel client in this process. kjudged's side of the
 same protocol runs in the end-to-end KernelBench tests; the GPU transport (VMM) on the GPU node
 (bench/gpu_worker)."""
+import math
 import contextlib
 import json
 import os
@@ -242,7 +243,10 @@ def whole_tensor_comparison(e, a, atol, rtol, scale_aware, nan_equal):
         ok |= torch.isnan(a) & torch.isnan(e)
     wrong = ~ok
     rel = d[finite & (e != 0)] / e[finite & (e != 0)].abs()
-    return {"mismatches": int(wrong.sum()), "first_mismatch_index": int(torch.nonzero(wrong)[0, 0]) if wrong.any() else -1,
+    score = torch.where(finite, d / (floor + rtol * e.abs()).clamp_min(1e-300), torch.full_like(d, math.inf))
+    order = sorted(torch.nonzero(wrong)[:, 0].tolist(), key=lambda i: (-float(score[i]), i))[:compare.WORST]
+    return {"worst": [{"position": f"[{i}]", "got": f"{float(a[i]):.6g}", "expected": compare.value_class(float(e[i]))}
+                      for i in order],"mismatches": int(wrong.sum()), "first_mismatch_index": int(torch.nonzero(wrong)[0, 0]) if wrong.any() else -1,
             "max_abs_error": float(d[finite].max()) if finite.any() else 0.0,
             "max_rel_error": float(rel.max()) if rel.numel() else 0.0,
             "nan_outputs": int((wrong & torch.isnan(a)).sum()), "inf_outputs": int((wrong & torch.isinf(a)).sum())}

@@ -27,12 +27,14 @@ def run(op, rows):
     x = torch.randn(rows, 8192)
     y = torch.relu(x)
     y2 = y.clone()
+    y_wrong = y + 1  # every element wrong: the comparator's second pass over every chunk
     ones = torch.ones_like(y)
     probs = torch.softmax(x, -1)  # rows on the simplex
     desc = {"shape": list(y.shape), "dtype": "float32"}
     return {"signflip": lambda: kin.transform([x], "signflip", 5),
             "spike": lambda: kin.transform([x], "spike", 5),
             "compare": lambda: compare.described(y, y2, desc, TOL),
+            "compare_wrong": lambda: compare.described(y, y_wrong, desc, TOL),
             "identical": lambda: compare.identical(y, y2),
             "trivially_wrong": lambda: job.trivially_wrong(y),
             "near_zero": lambda: job.near_zero(y, TOL),
@@ -67,7 +69,7 @@ print(max(peak[0], rss()) - base)
 
 # op -> how much its extra memory may grow with the input, in multiples of the input's growth: a
 # variant is one new tensor of the input's size; a check or a comparison allocates per chunk only
-BOUNDS = {"signflip": 1.2, "spike": 1.2, "compare": 0.1, "identical": 0.1, "trivially_wrong": 0.1,
+BOUNDS = {"signflip": 1.2, "spike": 1.2, "compare": 0.1, "compare_wrong": 0.1, "identical": 0.1, "trivially_wrong": 0.1,
           "near_zero": 0.1, "constant_structure": 0.1, "fingerprint": 0.1, "simplex_structure": 0.1, "finite": 0.1}
 SMALL, LARGE = 2048, 8192  # rows of 8192 float32: 64 MB and 256 MB inputs, 16 and 64 chunks
 
