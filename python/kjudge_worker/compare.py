@@ -44,7 +44,7 @@ def _wrong_rows(base, wrong, finite, d, lim, e, a):
     first_key, first_at = torch.topk(torch.where(wrong & ~finite, -at, -math.inf), k)  # lowest index first
     score, top_at = torch.topk(torch.where(wrong & finite, d / lim.clamp_min(1e-300), -1.0), k)
     at = torch.cat([first_at, top_at])
-    score = torch.cat([torch.where(first_key > -math.inf, math.inf, -1.0), score])
+    score = torch.cat([torch.full_like(first_key, -1.0).masked_fill_(first_key > -math.inf, math.inf), score])
     return torch.stack([score, at.to(torch.float64) + base, a[at], e[at]], 1)
 
 
