@@ -727,7 +727,7 @@ def main():
             "repeats": "%d (%d for repeat5 entries)" % (a.repeats, a.repeats_subset), "concurrency": a.concurrency, "noise": a.noise}
     try:
         import torch
-        meta["device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
+        meta["device"] = gpu or "no CUDA device"
         meta["torch"] = torch.__version__
     except Exception:  # noqa: BLE001
         pass

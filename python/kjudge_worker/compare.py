@@ -57,8 +57,7 @@ def _first_and_worst(expected, actual, rows, floor, rtol, nan_equal):
     for i, row in zip(range(0, expected.numel(), CHUNK), rows):
         if not row[0]:
             continue
-        wrong, finite, d, lim, e, a = _judged(expected[i:i + CHUNK].detach(), actual[i:i + CHUNK].detach(), floor,
-                                              rtol, nan_equal)
+        wrong, finite, d, lim, e, a = _judged(expected, actual, i, floor, rtol, nan_equal)
         if first is None:
             first = torch.argmax(wrong.to(torch.uint8)).to(torch.float64) + i  # argmax: its first maximum
         found.append(_wrong_rows(i, wrong, finite, d, lim, e, a))
@@ -80,9 +79,10 @@ def _position(index, shape):
     return "[" + ", ".join(str(c) for c in reversed(coords)) + "]"
 
 
-def _judged(e, a, floor, rtol, nan_equal):
-    """One chunk (native dtype): (wrong, finite, |a - e|, tolerance, e, a), the last four in float64.
+def _judged(expected, actual, i, floor, rtol, nan_equal):
+    """The chunk from element i: (wrong, finite, |a - e|, tolerance, e, a), the last four in float64.
     NaN matches NaN only when nan_equal; an infinity only itself."""
+    e, a = expected[i:i + CHUNK].detach(), actual[i:i + CHUNK].detach()
     finite = torch.isfinite(e) & torch.isfinite(a)
     ok = torch.isinf(e) & (a == e)
     if nan_equal:
@@ -94,16 +94,16 @@ def _judged(e, a, floor, rtol, nan_equal):
     return ~ok, finite, d, lim, e, a
 
 
-def _tallies(e, a, floor, rtol, nan_equal):
-    """Device scalars of one chunk, float64: [wrong, NaN given where wrong, Inf given where wrong,
-    max finite |a - e|, max finite |a - e| / |e| (e != 0), wrong where either side is not finite].
-    No host sync."""
-    wrong, finite, d, lim, e64, _ = _judged(e, a, floor, rtol, nan_equal)
+def _tallies(expected, actual, i, floor, rtol, nan_equal):
+    """Device scalars of the chunk from element i, float64: [wrong, NaN given where wrong, Inf given
+    where wrong, max finite |a - e|, max finite |a - e| / |e| (e != 0), wrong where either side is
+    not finite]. No host sync."""
+    wrong, finite, d, lim, e64, a64 = _judged(expected, actual, i, floor, rtol, nan_equal)
     del lim
     rel = torch.where(finite & (e64 != 0), d / e64.abs(), 0.0).max()
     f64 = torch.float64
-    return torch.stack([wrong.sum(dtype=f64), (wrong & torch.isnan(a)).sum(dtype=f64),
-                        (wrong & torch.isinf(a)).sum(dtype=f64), torch.where(finite, d, 0.0).max(), rel,
+    return torch.stack([wrong.sum(dtype=f64), (wrong & torch.isnan(a64)).sum(dtype=f64),
+                        (wrong & torch.isinf(a64)).sum(dtype=f64), torch.where(finite, d, 0.0).max(), rel,
                         (wrong & ~finite).sum(dtype=f64)])
 
 
@@ -119,9 +119,7 @@ def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True, shap
         out["mismatches"] = n
         return out
     floor = atol * _scale(expected) if scale_aware else atol
-    starts = range(0, n, CHUNK)
-    per_chunk = [_tallies(expected[i:i + CHUNK].detach(), actual[i:i + CHUNK].detach(), floor, rtol, nan_equal)
-                 for i in starts]
+    per_chunk = [_tallies(expected, actual, i, floor, rtol, nan_equal) for i in range(0, n, CHUNK)]
     rows = torch.stack(per_chunk).tolist() if per_chunk else []
     bad, nan_bad, inf_bad = (int(sum(r[k] for r in rows)) for k in range(3))
     first, worst = _first_and_worst(expected, actual, rows, floor, rtol, nan_equal) if bad else (-1, [])

@@ -116,7 +116,11 @@ class Gateway:
 
 @pytest.fixture
 def gateway(redis_url, tmp_path):
-    gw = Gateway(redis_url, tmp_path)
+    yield from serving(Gateway(redis_url, tmp_path))
+
+
+def serving(gw):
+    """A fixture's gateway, then its clean stop (unless the test stopped it)."""
     yield gw
     if gw.proc.poll() is None:
         assert gw.stop() == 0, gw.log_path.read_text()
@@ -210,20 +214,22 @@ def test_bad_input_is_a_clear_4xx_and_writes_nothing(redis_url, gateway):
 
 
 @pytest.fixture
-def gateway_without_readings(redis_url, tmp_path):
-    """Tokens of "tiny" and "slow", and a gateway whose quota counts only its own admissions: a
-    reading of Redis that overlaps a write counts that job twice until the next one
-    (src/gateway/limits.h), which would make an exact count of refusals depend on when the
-    refresher ran. Its tokens are loaded at start (the refresher also reloads them)."""
-    tokens = [admin(redis_url, "token", "create", t) for t in ("tiny", "slow")]
-    gw = Gateway(redis_url, tmp_path, SMALL_CONFIG.replace("queued_refresh_ms = 50", "queued_refresh_ms = 600000"))
-    yield gw, *tokens
-    if gw.proc.poll() is None:
-        assert gw.stop() == 0, gw.log_path.read_text()
+def quota_tokens(redis_url):
+    """Tokens of "tiny" and "slow", made before the gateway starts (it loads them at start)."""
+    return [admin(redis_url, "token", "create", t) for t in ("tiny", "slow")]
 
 
-def test_quota_and_rate_are_enforced_before_redis(redis_url, gateway_without_readings):
-    gateway, tiny, slow = gateway_without_readings
+@pytest.fixture
+def gateway_without_readings(redis_url, tmp_path, quota_tokens):
+    """A gateway whose quota counts only its own admissions: a reading of Redis that overlaps a
+    write counts that job twice until the next one (src/gateway/limits.h), which would make an
+    exact count of refusals depend on when the refresher ran."""
+    yield from serving(Gateway(redis_url, tmp_path, SMALL_CONFIG.replace("queued_refresh_ms = 50",
+                                                                         "queued_refresh_ms = 600000")))
+
+
+def test_quota_and_rate_are_enforced_before_redis(redis_url, quota_tokens, gateway_without_readings):
+    gateway, (tiny, slow) = gateway_without_readings, quota_tokens
     wait_until(lambda: gateway.request("GET", "/v1/batches/none", token=slow)[0] == 404)
     codes = [gateway.request("POST", "/v1/jobs", as_json(trivial(f"t-{i}")), tiny)[0] for i in range(8)]
     assert codes == [202] * 5 + [429] * 3
