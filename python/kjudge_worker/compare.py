@@ -1,12 +1,18 @@
 """The comparator of src/pipeline/checks/compare.cpp, on the tensors' own device (no host copy): the same
 tolerance rules and the same report fields. In float64, in chunks, so memory stays bounded, with
-two host syncs per output, three when it has wrong elements (docs/gpu-worker.md).
+two host syncs per output, three when it has wrong elements (docs/gpu-worker.md). On a GPU the
+tallies and the scale come from one kernel pass (compare_kernel.py) once it has agreed with the
+torch path here on this device and dtype; the first and worst wrong elements always from here.
   pass  |a - e| <= atol * (scale_aware ? max(1, max finite |e|) : 1) + rtol * |e|
   NaN   matches NaN only when nan_equal; a NaN where a number was expected is counted apart
   Inf   must equal exactly"""
 import math
+import sys
+import threading
 
 import torch
+
+from . import compare_kernel
 
 CHUNK = 1 << 24  # elements per pass: 128 MB of float64 per temporary, about 1 GB for all of a pass's
 WORST = 3        # wrong elements named in feedback
@@ -19,6 +25,13 @@ def _flat(t):
 
 def _scale(expected):
     """max(1, the largest finite |expected|), on the device: one sync for the whole tensor."""
+    fused = compare_kernel.finite_abs_max(expected) if _kernel_agrees(expected) else None
+    if fused is not None:
+        return max(1.0, float(fused))
+    return _scale_by_torch(expected)
+
+
+def _scale_by_torch(expected):
     best = torch.ones((), dtype=torch.float64, device=expected.device)
     for i in range(0, expected.numel(), CHUNK):
         e = _flat(expected[i:i + CHUNK]).abs()  # not in place: a float64 chunk is the output's own
@@ -107,6 +120,78 @@ def _tallies(expected, actual, i, floor, rtol, nan_equal):
                         (wrong & ~finite).sum(dtype=f64)])
 
 
+def _chunk_tallies(expected, actual, floor, rtol, nan_equal):
+    """[[the _tallies of each chunk]]: by compare_kernel's one pass where it runs and agrees with
+    the torch path, else by the torch path. One host sync."""
+    fused = None
+    if _kernel_agrees(expected):
+        fused = compare_kernel.chunk_tallies(expected, actual, floor, rtol, nan_equal, CHUNK)
+    if fused is not None:
+        return fused.tolist()
+    return _chunk_tallies_by_torch(expected, actual, floor, rtol, nan_equal)
+
+
+def _chunk_tallies_by_torch(expected, actual, floor, rtol, nan_equal):
+    per_chunk = [_tallies(expected, actual, i, floor, rtol, nan_equal) for i in range(0, expected.numel(), CHUNK)]
+    return torch.stack(per_chunk).tolist() if per_chunk else []
+
+
+USE_KERNEL = True   # False: the torch path only (bench/timing_probe/compare_cost.py sets it to compare the two)
+_agreement = {}     # (device, dtype) -> did the kernel's tallies equal the torch path's on SELF_CHECK values
+_agreement_lock = threading.Lock()
+
+
+def _kernel_agrees(t):
+    """Whether compare_kernel may judge tensors like t: it runs on t's device and dtype and gave
+    exactly the torch path's tallies and scale there, on values made to sit on every rule's edge
+    (checked once per process, device and dtype; a disagreement is reported on stderr)."""
+    if not USE_KERNEL or not compare_kernel.usable(t):
+        return False
+    key = (str(t.device), t.dtype)
+    with _agreement_lock:
+        if key not in _agreement:
+            _agreement[key] = _self_check(t.device, t.dtype)
+        return _agreement[key]
+
+
+def _self_check_values(device, dtype):
+    """(expected, actual) of 2 chunks and a ragged tail: random values, NaN and Inf on either side,
+    zeros, subnormals, huge values, and elements exactly on and one step beyond their tolerance."""
+    g = torch.Generator(device="cpu").manual_seed(1)
+    n = CHUNK + 3 * compare_kernel.ITEMS + 77
+    e = (torch.randn(n, generator=g, dtype=torch.float64) * torch.pow(10.0, torch.randint(-6, 6, (n,), generator=g).double())).to(dtype)
+    a = (e.to(torch.float64) * (1 + torch.randn(n, generator=g, dtype=torch.float64) * 1e-3)).to(dtype)
+    special = torch.tensor([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-40, 1e300, -1e300], dtype=torch.float64)
+    idx = torch.randint(0, n, (4096,), generator=g)
+    e[idx] = special[torch.randint(0, len(special), (4096,), generator=g)].to(dtype)
+    idx = torch.randint(0, n, (4096,), generator=g)
+    a[idx] = special[torch.randint(0, len(special), (4096,), generator=g)].to(dtype)
+    edge = torch.randint(0, n, (4096,), generator=g)  # |a - e| == the tolerance, or a step beyond it
+    e64 = e[edge].to(torch.float64)
+    lim = e64.abs().mul_(1e-3).add_(1e-3)
+    a[edge] = torch.where(torch.rand(4096, generator=g) < 0.5, e64 + lim, torch.nextafter(e64 + lim, e64 + 2 * lim)).to(dtype)
+    return e.to(device), a.to(device)
+
+
+def _self_check(device, dtype):
+    try:
+        e, a = _self_check_values(device, dtype)
+        scale = compare_kernel.finite_abs_max(e)
+        agree = scale is not None and max(1.0, float(scale)) == _scale_by_torch(e)
+        for nan_equal in (True, False):
+            for floor in (1e-3, 1e-3 * _scale_by_torch(e)):
+                fused = compare_kernel.chunk_tallies(e, a, floor, 1e-3, nan_equal, CHUNK)
+                agree = agree and fused is not None and \
+                    fused.tolist() == _chunk_tallies_by_torch(e, a, floor, 1e-3, nan_equal)
+    except Exception as exc:  # noqa: BLE001 -- any failure leaves the torch path in charge
+        print(f"compare: the comparator kernel failed its check on {device} {dtype}: {exc}", file=sys.stderr)
+        return False
+    if not agree:
+        print(f"compare: the comparator kernel disagrees with the torch path on {device} {dtype}: not used",
+              file=sys.stderr)
+    return agree
+
+
 def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True, shape=None):
     """expected, actual: flat tensors of one dtype and size on one device. Returns the
     TensorComparison fields as a dict. One pass of device work without a host sync, then, only
@@ -119,8 +204,7 @@ def compare(expected, actual, atol, rtol, scale_aware=True, nan_equal=True, shap
         out["mismatches"] = n
         return out
     floor = atol * _scale(expected) if scale_aware else atol
-    per_chunk = [_tallies(expected, actual, i, floor, rtol, nan_equal) for i in range(0, n, CHUNK)]
-    rows = torch.stack(per_chunk).tolist() if per_chunk else []
+    rows = _chunk_tallies(expected, actual, floor, rtol, nan_equal)
     bad, nan_bad, inf_bad = (int(sum(r[k] for r in rows)) for k in range(3))
     first, worst = _first_and_worst(expected, actual, rows, floor, rtol, nan_equal) if bad else (-1, [])
     out.update({"mismatches": bad, "first_mismatch_index": first,

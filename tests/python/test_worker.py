@@ -283,6 +283,36 @@ def test_comparator_leaves_a_float64_output_as_it_was():
     assert torch.equal(e[:3], e0[:3]) and torch.equal(a[:3], a0[:3])
 
 
+NVRTC = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "lib64" / "libnvrtc.so"
+
+
+@pytest.mark.skipif(not NVRTC.exists(), reason="no CUDA toolkit's NVRTC on this machine")
+def test_comparator_kernel_compiles_and_rounds_its_tolerance_as_the_torch_path():
+    """The one-pass kernel's source compiles (NVRTC, as the worker does it on a GPU) for every dtype
+    it reads, and its tolerance |e| * rtol + atol is a multiply then an add, each rounded (torch's
+    mul_ then add_), never one fused multiply-add: an element on the edge of its tolerance gets one
+    verdict from both paths. Their agreement on values is checked on the GPU (compare_cost.py) and
+    at the first use in each worker process (compare._kernel_agrees)."""
+    import ctypes
+    from kjudge_worker import compare_kernel
+
+    ptx = compare_kernel.compile_ptx("90", ctypes.CDLL(str(NVRTC))).decode()
+    for _, name in compare_kernel.KINDS.values():
+        assert f".entry kj_tally_{name}(" in ptx and f".entry kj_absmax_{name}(" in ptx
+    assert "mul.rn.f64" in ptx and "add.rn.f64" in ptx
+    assert "fma." not in ptx
+
+
+def test_comparator_takes_the_torch_path_where_the_kernel_cannot_run():
+    """CPU tensors (and integer outputs) never reach the kernel; the self-check's values hold NaN,
+    Inf and elements on their tolerance's edge."""
+    from kjudge_worker import compare_kernel
+
+    e, a = compare._self_check_values(torch.device("cpu"), torch.float32)
+    assert not compare._kernel_agrees(e) and not compare_kernel.usable(torch.ones(3, dtype=torch.int64))
+    assert compare_kernel.chunk_tallies(e, a, 1e-3, 1e-3, True, compare.CHUNK) is None
+    assert torch.isnan(e).any() and torch.isinf(a).any() and e.numel() > compare.CHUNK
+
 def sized_job(total, sets, audits=(), param_bytes=0):
     """A worker Job with sets of the given (input, output) byte sizes and a model of `param_bytes`,
     on a device of `total` bytes."""
