@@ -5,9 +5,10 @@ global timer), so no kernel a candidate puts on a side stream can run beside it 
 one-thread spin such as torch.cuda._sleep would leave the device free for that). Loaded as PTX
 through the driver API: no build step, any architecture the driver can JIT for."""
 import ctypes
-import threading
 
 import torch
+
+from . import ptx_module
 
 COVER_US = 150  # beyond the flush's ~85 us: a sandboxed launch took up to ~110 us (2026-11-28)
 
@@ -39,32 +40,11 @@ def fill_every_sm(threads_per_sm, sms):
     return sms * per_sm, threads_per_sm // per_sm
 
 
-_loaded = {}  # device index -> (libcuda, the kernel) or None: loaded once per process and device
-_loading = threading.Lock()
-
-
 def kernel(device):
     """(libcuda, function handle) of the cover in this process's primary context of `device`,
     or None where the driver cannot load it."""
-    with _loading:
-        if device.index not in _loaded:
-            _loaded[device.index] = load(device)
-        return _loaded[device.index]
-
-
-def load(device):
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-        module, fn = ctypes.c_void_p(), ctypes.c_void_p()
-        with torch.cuda.device(device):
-            torch.cuda.synchronize(device)  # a runtime call: the primary context current on this thread
-            if cuda.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(PTX)) != 0:
-                return None
-            if cuda.cuModuleGetFunction(ctypes.byref(fn), module, b"kj_launch_cover") != 0:
-                return None
-        return cuda, fn
-    except (OSError, AttributeError):
-        return None
+    loaded = ptx_module.functions("launch_cover", device, lambda: PTX, ["kj_launch_cover"])
+    return None if loaded is None else (loaded[0], loaded[1]["kj_launch_cover"])
 
 
 class LaunchCover:

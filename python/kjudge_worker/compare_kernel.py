@@ -10,9 +10,10 @@ import ctypes
 import glob
 import os
 import sys
-import threading
 
 import torch
+
+from kjudge_protocol import ptx_module
 
 THREADS = 256
 PER_THREAD = 16
@@ -146,39 +147,15 @@ def compile_ptx(arch, nvrtc=None):
         nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-_loaded = {}  # device index -> (libcuda, {entry name: function}) or None
-_loading = threading.Lock()
-
-
 def kernels(device):
-    with _loading:
-        if device.index not in _loaded:
-            _loaded[device.index] = _load(device)
-        return _loaded[device.index]
+    """(libcuda, {entry: function}) of the comparator's module on `device`, or None."""
+    entries = [f"kj_{k}_{name}" for _, name in KINDS.values() for k in ("tally", "absmax")]
+    return ptx_module.functions("compare_kernel", device, lambda: _ptx_for(device), entries)
 
 
-def _load(device):
-    try:
-        major, minor = torch.cuda.get_device_capability(device)
-        ptx = compile_ptx(f"{major}{minor}")
-        if ptx is None:
-            return None
-        cuda = ctypes.CDLL("libcuda.so.1")
-        module = ctypes.c_void_p()
-        with torch.cuda.device(device):
-            torch.cuda.synchronize(device)  # the primary context current on this thread
-            if cuda.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(ptx)) != 0:
-                return None
-            fns = {}
-            for _, name in KINDS.values():
-                for entry in (f"kj_tally_{name}", f"kj_absmax_{name}"):
-                    fn = ctypes.c_void_p()
-                    if cuda.cuModuleGetFunction(ctypes.byref(fn), module, entry.encode()) != 0:
-                        return None
-                    fns[entry] = fn
-        return cuda, fns
-    except (OSError, AttributeError, RuntimeError):
-        return None
+def _ptx_for(device):
+    major, minor = torch.cuda.get_device_capability(device)
+    return compile_ptx(f"{major}{minor}")
 
 
 def usable(*tensors):
