@@ -82,6 +82,7 @@ class Job:
         self.sm_clock = sm_clock or SmClock(torch.device("cpu"))  # no readings
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
         self.handed = {}           # per set: the fingerprint of the inputs the candidate was given
+        self.request_began = None  # the channel request in service: when it began (judge_seconds_now)
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
                         "judge_seconds": 0.0, "judge_seconds_by_request": {}, "settle_seconds": 0.0,
                         "worker_step_seconds": {}, "protocol_errors": [], "transport_errors": [], "worker_faults": []}
@@ -320,6 +321,7 @@ class Job:
                         break
                     op = msg.get("op")
                     began, faults, heavy_before = time.monotonic(), len(self.results["worker_faults"]), self.heavy.waited
+                    self.request_began = began
                     try:
                         if held_since is not None and op in ("inputs", "output", "audit"):
                             # the worker's GPU work waits for timed loops: asked inside one, it never starts
@@ -376,6 +378,7 @@ class Job:
                         # the candidate waited for the judge (sets, comparisons, GPU lock, the
                         # reference's loop beside its own): time of its limit that is not its own
                         spent = time.monotonic() - began
+                        self.request_began = None
                         self.results["judge_seconds"] += spent
                         self.note_judge_seconds(op, spent, self.heavy.waited - heavy_before)
                         for fd in fds:  # those no request took (take_output takes its own)
@@ -411,6 +414,12 @@ class Job:
         """The worker's own device memory ran out: its fault. The caller gives torch's cached
         blocks back once the exception is gone (its frames hold the tensors that filled the device)."""
         self.results["worker_faults"].append(f"{op}: device out of memory: {str(exc)[:300]}")
+
+    def judge_seconds_now(self):
+        """The candidate's wait for the judge so far, the request in service included: the daemon
+        gives it back to the candidate's wall limit (the node's time, not the candidate's)."""
+        began = self.request_began
+        return self.results["judge_seconds"] + (time.monotonic() - began if began is not None else 0.0)
 
     def note_judge_seconds(self, op, seconds, heavy_wait):
         """Where the candidate's wait for the judge went, per request kind, and how much of it was

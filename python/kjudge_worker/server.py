@@ -59,6 +59,10 @@ class Worker:
         if op == "results":
             job = self.pop(req)
             return {"ok": True, **job.wait_results(float(req.get("timeout", 10)))}
+        if op == "judge_seconds":  # the daemon, at the candidate's deadline: how much of it was ours
+            with self.jobs_lock:
+                job = self.jobs.get(req.get("job_id"))
+            return {"ok": True, "judge_seconds": job.judge_seconds_now() if job is not None else 0.0}
         if op == "forget":
             job = self.pop(req)
             job.wait_results(0)

@@ -254,12 +254,24 @@ struct Watched {
   ChildMessages messages;
 };
 
+// The deadline once the wall limit is reached: later by what Policy::wall_extension grants now
+// (never earlier than it was), the grant kept in the report.
+Clock::time_point extended_deadline(const Policy& policy, Clock::time_point clone_time, Clock::time_point deadline,
+                                    Report& report) {
+  if (!policy.wall_extension) return deadline;
+  const std::chrono::milliseconds extra = std::max(policy.wall_extension(), std::chrono::milliseconds(0));
+  const auto later = clone_time + policy.wall_limit + extra;
+  if (later <= deadline) return deadline;
+  report.wall_extension_seconds = std::chrono::duration<double>(extra).count();
+  return later;
+}
+
 // The watch: the child's stdout/stderr (into the report, up to the output limit), its status
 // pipe and its pidfd, until the whole tree is gone; SIGKILL on wall time, output or cancel.
 Watched supervise(const Policy& policy, Fd& out_r, Fd& err_r, Fd& status_r, const Fd& pidfd,
                   Clock::time_point clone_time, Report& report) {
   Watched w;
-  const auto deadline = clone_time + policy.wall_limit;
+  auto deadline = clone_time + policy.wall_limit;
   std::optional<Clock::time_point> killed_at;
   bool watch_cancel = policy.cancel_fd >= 0;
   auto kill_for = [&](Killed why) {
@@ -291,7 +303,10 @@ Watched supervise(const Policy& policy, Fd& out_r, Fd& err_r, Fd& status_r, cons
     if (watch_cancel && w.killed == Killed::No && !w.exited_at) watch(policy.cancel_fd, 4);
 
     const auto now = Clock::now();
-    if (w.killed == Killed::No && !w.exited_at && now >= deadline) kill_for(Killed::Wall);
+    if (w.killed == Killed::No && !w.exited_at && now >= deadline) {
+      deadline = extended_deadline(policy, clone_time, deadline, report);
+      if (now >= deadline) kill_for(Killed::Wall);
+    }
     int timeout_ms;
     if (w.exited_at) {
       // The namespace is empty once init is gone; only a clone of some other thread of this

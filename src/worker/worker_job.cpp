@@ -56,4 +56,10 @@ std::optional<json> WorkerJob::results(std::chrono::milliseconds timeout, std::s
   return reply;
 }
 
+double WorkerJob::judge_seconds(std::chrono::milliseconds timeout) const {
+  std::string why;
+  const auto reply = worker_->request({{"op", "judge_seconds"}, {"job_id", id_}}, timeout, &why);
+  return reply ? reply->value("judge_seconds", 0.0) : 0.0;
+}
+
 }  // namespace kj

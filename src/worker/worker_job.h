@@ -33,6 +33,9 @@ class WorkerJob {
   // `req` gets op, job_id and the paths added. nullopt: the worker failed (`why`).
   std::optional<nlohmann::json> prepare(nlohmann::json req, std::chrono::milliseconds timeout, std::string& why);
   std::optional<nlohmann::json> results(std::chrono::milliseconds timeout, std::string& why);
+  // How long the job's candidate has waited for the worker so far, the request in service
+  // included (0 when the worker does not answer within `timeout`).
+  double judge_seconds(std::chrono::milliseconds timeout) const;
   TrustedWorker& worker() { return *worker_; }
 
  private:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,25 @@ def test_a_correct_candidate_passes_and_a_wrong_one_fails_without_seeing_expecte
     steps = res["worker_step_seconds"]
     assert {"make_set", "fingerprint", "export", "import", "compare"} <= set(steps), steps
     assert all(v >= 0 for v in steps.values())
+
+
+def test_the_daemon_can_ask_how_long_a_candidate_has_waited_for_the_judge(worker):
+    """`judge_seconds` (asked at the candidate's deadline, which grows by the answer) counts the
+    requests served so far and the one in service; a job the worker does not hold has waited 0."""
+    assert prepare(worker)["ok"]
+    chan = Channel(os.path.join(worker, "chan/j1/sock"), torch.device("cpu"))
+    chan.inputs(0)
+    chan.inputs(1)
+    waited = ask(worker, {"op": "judge_seconds", "job_id": "j1"})["judge_seconds"]
+    assert waited > 0
+    assert ask(worker, {"op": "judge_seconds", "job_id": "nope"}) == {"ok": True, "judge_seconds": 0.0}
+    chan.close()
+    res = ask(worker, {"op": "results", "job_id": "j1"})
+    assert res["judge_seconds"] == pytest.approx(waited)
+
+    from kjudge_worker import job as worker_job
+    serving = types.SimpleNamespace(results={"judge_seconds": 2.0}, request_began=time.monotonic() - 5.0)
+    assert worker_job.Job.judge_seconds_now(serving) >= 7.0  # a request queued 5 s behind other jobs' sets
 
 
 def test_outputs_are_compared_once_and_unknown_sets_are_refused(worker):

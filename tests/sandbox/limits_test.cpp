@@ -27,6 +27,28 @@ TEST_F(SandboxLimits, WallTimeoutKillsSleep) {
   EXPECT_FALSE(r.ok());
 }
 
+// Time the run waited on others extends its limit, as far as the extension says and no further:
+// asked at each deadline, it grows while the run goes on (a judge still serving it).
+TEST_F(SandboxLimits, WallExtensionGivesBackTheTimeSpentWaitingOnOthers) {
+  auto p = policy_for({"/bin/sleep", "1"});
+  p.wall_limit = 400ms;
+  int asked = 0;
+  p.wall_extension = [&] { return std::chrono::milliseconds(400 * ++asked); };  // 400, 800, ... ms
+  auto r = kjsandbox::run(p);
+  EXPECT_EQ(r.outcome, Outcome::Exited) << r.error;
+  EXPECT_GE(asked, 2);
+  EXPECT_GE(r.wall_extension_seconds, 0.6);
+
+  auto q = policy_for({"/bin/sleep", "100"});
+  q.wall_limit = 300ms;
+  q.wall_extension = [] { return 500ms; };  // a fixed grant: the run is killed at 0.8 s
+  auto killed = kjsandbox::run(q);
+  EXPECT_EQ(killed.outcome, Outcome::WallTimeout) << killed.error;
+  EXPECT_GE(killed.wall_seconds, 0.8);
+  EXPECT_LT(killed.wall_seconds, 2.5);
+  EXPECT_DOUBLE_EQ(killed.wall_extension_seconds, 0.5);
+}
+
 // Waits until every arg has a host process; returns their pids (empty on timeout).
 std::vector<pid_t> wait_for_host_processes(const std::vector<std::string>& args) {
   const auto until = std::chrono::steady_clock::now() + 5s;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sys/types.h>
@@ -85,6 +86,11 @@ struct Policy {
 
   Rlimits rlimits;
   std::chrono::milliseconds wall_limit{10'000};
+  // Asked when the wall limit is reached (and again at each later deadline): time the run spent
+  // waiting on others rather than running its own work (a candidate waiting for the judge's worker
+  // on a busy node). The deadline becomes start + wall_limit + wall_extension(); the caller bounds
+  // what it returns. Unset: the limit is the limit.
+  std::function<std::chrono::milliseconds()> wall_extension;
   // Cancellation: an fd owned by the caller (e.g. an eventfd, shared by all runs of one job).
   // When it becomes readable (or is already, at the start) the whole tree is killed and the
   // Report says Outcome::Cancelled. run() only polls it, never reads it. -1: not cancellable.

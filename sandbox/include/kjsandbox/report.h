@@ -27,6 +27,7 @@ struct Report {
   int exit_code = -1;         // valid for Exited
   int signal = 0;             // valid for Signaled
   double wall_seconds = 0;
+  double wall_extension_seconds = 0;  // granted by Policy::wall_extension beyond the wall limit
   double cpu_seconds = 0;     // user + system of the whole tree that was reaped
   // ru_maxrss of the reaped tree. Caveat: init is a fork of the process that cloned it and
   // execve folds the old mm's RSS into ru_maxrss, so this is at least that process's RSS (the

@@ -52,6 +52,9 @@ constexpr unsigned kKernelBenchAudits = 3;
 // Candidates together get this share of the device, each as much as the worker estimates for its
 // job (its input copies, outputs, timing pool); the rest is the worker's cache, its one large set in
 // use at a time, the contexts and torch's allocator slack.
+// The candidate's wall limit is its own time: its waits for the judge are given back, up to this
+// many limits more (a judge that stalls for good still ends the run).
+constexpr std::uint32_t kJudgeWaitGrantLimits = 2;
 constexpr double kCandidateDeviceShare = 0.3;  // 0.5 ran H100s out of memory with 6.4 GB sets and 16 slots
 
 const char* precision_name(v1::Precision p) {
@@ -348,6 +351,12 @@ HarnessRun candidate_role(const KernelBenchRun& k) {
   c.output_bytes = k.limits.output_bytes;
   c.device_profile = k.device_profile;
   c.file_size_bytes = 1ull << 30;
+  const WorkerJob* wjob = &*k.wjob;
+  const auto most = std::chrono::milliseconds(std::uint64_t{kJudgeWaitGrantLimits} * k.limits.run_ms);
+  c.wall_extension = [wjob, most] {
+    const auto waited = std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 * wjob->judge_seconds(std::chrono::seconds(5))));
+    return std::min(waited, most);
+  };
   c.binds = k.built.binds;
   c.binds.push_back({(k.build_dir / "candidate.py").string(), "/candidate.py", false});
   c.binds.push_back({k.wjob->channel_dir().string(), "/chan", true});
@@ -452,10 +461,13 @@ StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
   note_judge_waits(*seen, r);
   const HarnessStep& cand = k.cand;
   // Waiting for the judge (its sets and comparisons, other jobs' timed loops on the GPU lock) is the
-  // node's time: a limit that ran out while a quarter of it went to that wait is ours (retried),
-  // never the candidate's TIMEOUT.
+  // node's time: the sandbox gave it back to the limit as it went (candidate_role). A limit that ran
+  // out while a quarter of it went to a wait not given back (beyond the grant's bound, a worker that
+  // did not answer) is ours (retried), never the candidate's TIMEOUT.
+  const double granted = cand.sandbox.wall_extension_seconds;
+  (*r.mutable_phase_seconds())["candidate.wall_extension"] = granted;
   if (const double waited = seen->value("judge_seconds", 0.0);
-      cand.sandbox.outcome == kjsandbox::Outcome::WallTimeout && waited * 1000.0 > 0.25 * k.limits.run_ms)
+      cand.sandbox.outcome == kjsandbox::Outcome::WallTimeout && (waited - granted) * 1000.0 > 0.25 * k.limits.run_ms)
     return node_fault(fmt::format("the candidate's time limit ran out while it waited {:.0f} s for the judge "
                                   "(its sets, other jobs' timed loops on a busy node): judged again",
                                   waited));

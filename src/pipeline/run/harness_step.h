@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ struct HarnessRun {
   std::string device_profile;                      // run slots: "nvidia-cuda" or "" (CPU)
   std::vector<kjsandbox::BindMount> binds;         // extra read-only binds (inputs, builds, caches)
   std::uint64_t file_size_bytes = 0;               // 0 = the sandbox default
+  std::function<std::chrono::milliseconds()> wall_extension;  // kjsandbox::Policy::wall_extension
 };
 
 HarnessStep run_harness(const Config& cfg, const HarnessRun& run);
