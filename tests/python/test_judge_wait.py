@@ -1,0 +1,46 @@
+"""A candidate's wall limit is its own time (docs/gpu-worker.md): the time it spends waiting for the
+judge (sets made, outputs compared, the GPU lock) is given back to its limit as the run goes. Here
+the judge is slow on purpose: the worker caches no set (every request makes its set again) and the
+reference's get_inputs takes 0.5 s a draw, so an honest ReLU waits longer for the judge than its
+whole run limit. It must be judged on its own code (OK), not TIMEOUT, and not INFRA_ERROR either
+(the rule before: a limit that ran out while a quarter of it was judge wait was retried)."""
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from eval_workspace import BUILD, ROOT, suite_config
+
+TASK = ROOT / "tests" / "kernelbench" / "tasks" / "activation_relu"
+RUN_WALL_MS = 8000
+
+
+def slow_drawing_reference(dest):
+    src = (TASK / "reference.py").read_text()
+    src = src.replace("import torch\n", "import time\n\nimport torch\n", 1)
+    src = src.replace("def get_inputs():\n", "def get_inputs():\n    time.sleep(0.5)  # the judge's time\n", 1)
+    assert "time.sleep" in src
+    Path(dest).write_text(src)
+    return dest
+
+
+def test_the_candidates_wait_for_the_judge_is_given_back_to_its_limit():
+    state = Path(tempfile.mkdtemp(prefix="kjudge-judge-wait."))
+    state.chmod(0o711)
+    try:
+        cfg = suite_config(state)  # the suite's cache: test_e2e's build of this candidate is replayed
+        cfg.write_text(cfg.read_text() + "worker_cache_fraction = 0.000001\n")
+        ref = slow_drawing_reference(state / "reference.py")
+        p = subprocess.run([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--backend", "cpu", "--json",
+                            "--trials", "3", "--run-wall-ms", str(RUN_WALL_MS), "--kb-reference", str(ref),
+                            "--kb-candidate", str(TASK / "cpu_ok.py")], capture_output=True, text=True, timeout=900)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    assert p.stdout.strip(), p.stderr[-3000:]
+    r = json.loads(p.stdout)
+    assert r["status"] == "OK", r.get("message")
+    phases = r["phaseSeconds"]
+    assert phases["judge_wait"] * 1000 > RUN_WALL_MS, phases  # the judge alone took longer than the limit
+    assert r["resources"]["wallSeconds"] * 1000 > RUN_WALL_MS
+    assert 0 < phases["candidate.wall_extension"] <= phases["judge_wait"] + 0.5, phases
