@@ -92,10 +92,12 @@ def _position(index, shape):
     return "[" + ", ".join(str(c) for c in reversed(coords)) + "]"
 
 
-def _judged(expected, actual, i, floor, rtol, nan_equal):
-    """The chunk from element i: (wrong, finite, |a - e|, tolerance, e, a), the last four in float64.
-    NaN matches NaN only when nan_equal; an infinity only itself."""
-    e, a = expected[i:i + CHUNK].detach(), actual[i:i + CHUNK].detach()
+def _judged(expected, actual, i, floor, rtol, nan_equal, chunk=None):
+    """The chunk from element i (of `chunk` elements, default CHUNK): (wrong, finite, |a - e|,
+    tolerance, e, a), the last four in float64. NaN matches NaN only when nan_equal; an infinity
+    only itself."""
+    chunk = chunk or CHUNK
+    e, a = expected[i:i + chunk].detach(), actual[i:i + chunk].detach()
     finite = torch.isfinite(e) & torch.isfinite(a)
     ok = torch.isinf(e) & (a == e)
     if nan_equal:
@@ -107,11 +109,11 @@ def _judged(expected, actual, i, floor, rtol, nan_equal):
     return ~ok, finite, d, lim, e, a
 
 
-def _tallies(expected, actual, i, floor, rtol, nan_equal):
+def _tallies(expected, actual, i, floor, rtol, nan_equal, chunk=None):
     """Device scalars of the chunk from element i, float64: [wrong, NaN given where wrong, Inf given
     where wrong, max finite |a - e|, max finite |a - e| / |e| (e != 0), wrong where either side is
     not finite]. No host sync."""
-    wrong, finite, d, lim, e64, a64 = _judged(expected, actual, i, floor, rtol, nan_equal)
+    wrong, finite, d, lim, e64, a64 = _judged(expected, actual, i, floor, rtol, nan_equal, chunk)
     del lim
     rel = torch.where(finite & (e64 != 0), d / e64.abs(), 0.0).max()
     f64 = torch.float64
@@ -131,8 +133,9 @@ def _chunk_tallies(expected, actual, floor, rtol, nan_equal):
     return _chunk_tallies_by_torch(expected, actual, floor, rtol, nan_equal)
 
 
-def _chunk_tallies_by_torch(expected, actual, floor, rtol, nan_equal):
-    per_chunk = [_tallies(expected, actual, i, floor, rtol, nan_equal) for i in range(0, expected.numel(), CHUNK)]
+def _chunk_tallies_by_torch(expected, actual, floor, rtol, nan_equal, chunk=None):
+    chunk = chunk or CHUNK
+    per_chunk = [_tallies(expected, actual, i, floor, rtol, nan_equal, chunk) for i in range(0, expected.numel(), chunk)]
     return torch.stack(per_chunk).tolist() if per_chunk else []
 
 
@@ -154,22 +157,27 @@ def _kernel_agrees(t):
         return _agreement[key]
 
 
+SELF_CHECK_CHUNK = 4 * compare_kernel.ITEMS  # small chunks: the check's many chunks take milliseconds
+
+
 def _self_check_values(device, dtype):
-    """(expected, actual) of 2 chunks and a ragged tail: random values, NaN and Inf on either side,
-    zeros, subnormals, huge values, and elements exactly on and one step beyond their tolerance."""
+    """(expected, actual) of 3 SELF_CHECK_CHUNKs and a ragged tail: random values, NaN and Inf on
+    either side, zeros, subnormals, huge values, and elements exactly on and one step beyond their
+    tolerance."""
     g = torch.Generator(device="cpu").manual_seed(1)
-    n = CHUNK + 3 * compare_kernel.ITEMS + 77
+    n = 3 * SELF_CHECK_CHUNK + 3 * compare_kernel.ITEMS + 77
     e = (torch.randn(n, generator=g, dtype=torch.float64) * torch.pow(10.0, torch.randint(-6, 6, (n,), generator=g).double())).to(dtype)
     a = (e.to(torch.float64) * (1 + torch.randn(n, generator=g, dtype=torch.float64) * 1e-3)).to(dtype)
     special = torch.tensor([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-40, 1e300, -1e300], dtype=torch.float64)
-    idx = torch.randint(0, n, (4096,), generator=g)
-    e[idx] = special[torch.randint(0, len(special), (4096,), generator=g)].to(dtype)
-    idx = torch.randint(0, n, (4096,), generator=g)
-    a[idx] = special[torch.randint(0, len(special), (4096,), generator=g)].to(dtype)
-    edge = torch.randint(0, n, (4096,), generator=g)  # |a - e| == the tolerance, or a step beyond it
+    k = n // 16
+    idx = torch.randint(0, n, (k,), generator=g)
+    e[idx] = special[torch.randint(0, len(special), (k,), generator=g)].to(dtype)
+    idx = torch.randint(0, n, (k,), generator=g)
+    a[idx] = special[torch.randint(0, len(special), (k,), generator=g)].to(dtype)
+    edge = torch.randint(0, n, (k,), generator=g)  # |a - e| == the tolerance, or a step beyond it
     e64 = e[edge].to(torch.float64)
     lim = e64.abs().mul_(1e-3).add_(1e-3)
-    a[edge] = torch.where(torch.rand(4096, generator=g) < 0.5, e64 + lim, torch.nextafter(e64 + lim, e64 + 2 * lim)).to(dtype)
+    a[edge] = torch.where(torch.rand(k, generator=g) < 0.5, e64 + lim, torch.nextafter(e64 + lim, e64 + 2 * lim)).to(dtype)
     return e.to(device), a.to(device)
 
 
@@ -180,9 +188,9 @@ def _self_check(device, dtype):
         agree = scale is not None and max(1.0, float(scale)) == _scale_by_torch(e)
         for nan_equal in (True, False):
             for floor in (1e-3, 1e-3 * _scale_by_torch(e)):
-                fused = compare_kernel.chunk_tallies(e, a, floor, 1e-3, nan_equal, CHUNK)
+                fused = compare_kernel.chunk_tallies(e, a, floor, 1e-3, nan_equal, SELF_CHECK_CHUNK)
                 agree = agree and fused is not None and \
-                    fused.tolist() == _chunk_tallies_by_torch(e, a, floor, 1e-3, nan_equal)
+                    fused.tolist() == _chunk_tallies_by_torch(e, a, floor, 1e-3, nan_equal, SELF_CHECK_CHUNK)
     except Exception as exc:  # noqa: BLE001 -- any failure leaves the torch path in charge
         print(f"compare: the comparator kernel failed its check on {device} {dtype}: {exc}", file=sys.stderr)
         return False

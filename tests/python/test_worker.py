@@ -331,7 +331,10 @@ def test_comparator_takes_the_torch_path_where_the_kernel_cannot_run():
     e, a = compare._self_check_values(torch.device("cpu"), torch.float32)
     assert not compare._kernel_agrees(e) and not compare_kernel.usable(torch.ones(3, dtype=torch.int64))
     assert compare_kernel.chunk_tallies(e, a, 1e-3, 1e-3, True, compare.CHUNK) is None
-    assert torch.isnan(e).any() and torch.isinf(a).any() and e.numel() > compare.CHUNK
+    assert torch.isnan(e).any() and torch.isinf(a).any() and e.numel() > 3 * compare.SELF_CHECK_CHUNK
+    by_torch = compare._chunk_tallies_by_torch(e, a, 1e-3, 1e-3, True, compare.SELF_CHECK_CHUNK)
+    assert len(by_torch) == 4 and sum(row[0] for row in by_torch) > 0  # wrong elements in the check
+
 
 def sized_job(total, sets, audits=(), param_bytes=0):
     """A worker Job with sets of the given (input, output) byte sizes and a model of `param_bytes`,
