@@ -18,6 +18,9 @@ from kjudge_protocol import inputs as kin
 from kjudge_protocol import numerics, timing, transport
 from kjudge_protocol.module_loader import load_module
 
+# Each stage's mark on the daemon's clock socket as it begins: a candidate killed at its wall limit
+# is told in which stage (kStageMarks in src/pipeline/kernelbench/kernelbench_pipeline.cpp).
+STAGE_MARKS = {"load": b"l", "init": b"i", "correctness": b"c", "timing": b"t", "trace": b"r"}
 POISON_DOUBLE_BELOW = 256 << 20  # outputs this large get a poisoned block of their own size only
 
 _type = type
@@ -52,6 +55,11 @@ def poison(device, output_nbytes):
     del block
 
 
+def enter(report, stages, stage):
+    report["stage"] = stage
+    stages.mark(STAGE_MARKS[stage])
+
+
 def warm_up_framework(device):
     """Start the framework's own threads (its pools, the driver's) before counting threads."""
     a = torch.ones(64, 64, device=device)
@@ -69,15 +77,14 @@ def run(request, report):
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("no GPU is visible to the candidate's sandbox")
     warm_up_framework(device)
-    ready = timing.Clock(request.get("clock_path"))
-    ready.mark(b"D")  # the device is set up and no candidate code has loaded (kDeviceReadyMark)
-    ready.close()
+    stages = timing.Clock(request.get("clock_path"))
+    stages.mark(b"D")  # the device is set up and no candidate code has loaded (kDeviceReadyMark)
     phases.mark("device_init")
     dtype = kin.PRECISIONS[request.get("precision", "fp32")]
     compat = request.get("mode") == "compat"
     numerics.apply(compat)  # torch's own ops compute as the reference's do (numerics.py)
     oracle = request["oracle"]  # the oracle's report, minus nothing secret: shapes and sizes only
-    report["stage"] = "load"
+    enter(report, stages, "load")
     threads_before = task_count()
     py_threads_before = threading.active_count()
 
@@ -97,7 +104,7 @@ def run(request, report):
 
     cand = load_module(request["candidate_path"], "candidate")
     report["built_at_run"] = hooks.built_at_run
-    report["stage"] = "init"
+    enter(report, stages, "init")
     kin.set_seed(int(request["weight_seed"]))
     model = cand.ModelNew(*oracle["init_inputs"]).to(device)
     if dtype != torch.float32:
@@ -107,7 +114,7 @@ def run(request, report):
 
     chan = Channel(request["channel_path"], device)
     sets = [e["index"] for e in oracle["sets"] if "skipped" not in e]
-    report["stage"] = "correctness"
+    enter(report, stages, "correctness")
     outputs, mutated, threads_alive = [], [], []
     late = LateWrites(device)
     with torch.no_grad():
@@ -162,7 +169,7 @@ def run(request, report):
         report["guards_changed"] = guard.changed()
 
         phases.mark("correctness")
-        report["stage"] = "timing"
+        enter(report, stages, "timing")
         tcfg = dict(request.get("timing") or {})
         if not tcfg.get("skip"):
             pool = [chan.inputs(k, writable=True) for k in oracle["pool"] if k in sets]
@@ -199,7 +206,7 @@ def run(request, report):
 
         # The legality trace comes last: the CUPTI recorder or profiler it starts (their threads)
         # must not touch the timed loop or the thread count.
-        report["stage"] = "trace"
+        enter(report, stages, "trace")
         if request.get("trace", True) and sets:
             traced_inputs = chan.inputs(sets[0])
             chan.lock(shared=True)  # the traced pass, like the correctness calls, waits for timed loops
@@ -221,4 +228,5 @@ def run(request, report):
     report["torch_version"] = torch.__version__
     report["ok"] = True
     report["stage"] = "done"
+    stages.close()
     return report

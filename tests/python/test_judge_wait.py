@@ -3,7 +3,8 @@ judge (sets made, outputs compared, the GPU lock) is given back to its limit as 
 the judge is slow on purpose: the worker caches no set (every request makes its set again) and the
 reference's get_inputs takes 0.5 s a draw, so an honest ReLU waits longer for the judge than its
 whole run limit. It must be judged on its own code (OK), not TIMEOUT, and not INFRA_ERROR either
-(the rule before: a limit that ran out while a quarter of it was judge wait was retried)."""
+(the rule before: a limit that ran out while a quarter of it was judge wait was retried). A
+candidate that does run out of its own time is told in which of its stages."""
 import json
 import shutil
 import subprocess
@@ -25,22 +26,43 @@ def slow_drawing_reference(dest):
     return dest
 
 
-def test_the_candidates_wait_for_the_judge_is_given_back_to_its_limit():
+def judged(reference, candidate, run_wall_ms, worker_cache_fraction=None):
+    """`kjudge eval` of the pair on the suite's cache (test_e2e's build of cpu_ok.py is replayed)."""
     state = Path(tempfile.mkdtemp(prefix="kjudge-judge-wait."))
     state.chmod(0o711)
     try:
-        cfg = suite_config(state)  # the suite's cache: test_e2e's build of this candidate is replayed
-        cfg.write_text(cfg.read_text() + "worker_cache_fraction = 0.000001\n")
-        ref = slow_drawing_reference(state / "reference.py")
+        cfg = suite_config(state)
+        if worker_cache_fraction:
+            cfg.write_text(cfg.read_text() + f"worker_cache_fraction = {worker_cache_fraction}\n")
         p = subprocess.run([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--backend", "cpu", "--json",
-                            "--trials", "3", "--run-wall-ms", str(RUN_WALL_MS), "--kb-reference", str(ref),
-                            "--kb-candidate", str(TASK / "cpu_ok.py")], capture_output=True, text=True, timeout=900)
+                            "--trials", "3", "--run-wall-ms", str(run_wall_ms), "--kb-reference", str(reference(state)),
+                            "--kb-candidate", str(candidate(state))], capture_output=True, text=True, timeout=900)
     finally:
         shutil.rmtree(state, ignore_errors=True)
     assert p.stdout.strip(), p.stderr[-3000:]
-    r = json.loads(p.stdout)
+    return json.loads(p.stdout)
+
+
+def test_the_candidates_wait_for_the_judge_is_given_back_to_its_limit():
+    r = judged(lambda d: slow_drawing_reference(d / "reference.py"), lambda d: TASK / "cpu_ok.py", RUN_WALL_MS,
+               worker_cache_fraction="0.000001")
     assert r["status"] == "OK", r.get("message")
     phases = r["phaseSeconds"]
     assert phases["judge_wait"] * 1000 > RUN_WALL_MS, phases  # the judge alone took longer than the limit
     assert r["resources"]["wallSeconds"] * 1000 > RUN_WALL_MS
     assert 0 < phases["candidate.wall_extension"] <= phases["judge_wait"] + 0.5, phases
+
+
+def hanging_candidate(dest):
+    src = (TASK / "cpu_ok.py").read_text()
+    src = src.replace("import torch\n", "import time\n\nimport torch\n", 1)
+    src = src.replace("        return _ext.relu_fwd(x)", "        time.sleep(600)\n        return _ext.relu_fwd(x)", 1)
+    assert "time.sleep(600)" in src
+    Path(dest).write_text(src)
+    return dest
+
+
+def test_a_candidate_out_of_its_own_time_is_told_in_which_stage():
+    r = judged(lambda d: TASK / "reference.py", lambda d: hanging_candidate(d / "hangs.py"), 5000)
+    assert r["status"] == "TIMEOUT", r.get("message")
+    assert "did not finish within 5000 ms (in its correctness calls, from " in r["message"], r["message"]

@@ -27,6 +27,7 @@
 #include "pipeline/kernelbench/kernelbench_checks.h"
 #include "pipeline/kernelbench/kernelbench_speedup.h"
 #include "pipeline/kernelbench/loop_drift.h"
+#include "pipeline/kernelbench/timeout_stage.h"
 #include "pipeline/checks/loop_marks.h"
 #include "pipeline/kernelbench/kernelbench_roofline.h"
 #include "pipeline/job/job_limits.h"
@@ -481,6 +482,7 @@ StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false,
                               k.limits.run_ms, cand.host_fault, has_device_ready_mark(k.marks))) {
+    if (d->verdict == v1::TIMEOUT) d->message += timeout_stage(k.marks, granted);
     // the harness's repair text: the exception and the candidate's own frames, not the traceback
     // through the judge's files (that stays in the report for the operator)
     detail = cand.report ? cand.report->value("feedback", "") : tail(cand.sandbox.stderr_data, 2000);
