@@ -482,7 +482,13 @@ StageEnd candidate_end(KernelBenchRun& k, v1::Result& r, std::string& detail) {
   (*r.mutable_phase_seconds())["gpu_lock_held"] = seen->value("lock_seconds", 0.0);
   if (auto d = decide_harness(cand.sandbox, cand.report ? &*cand.report : nullptr, Party::Candidate, false,
                               k.limits.run_ms, cand.host_fault, has_device_ready_mark(k.marks))) {
-    if (d->verdict == v1::TIMEOUT) d->message += timeout_stage(k.marks, granted);
+    if (d->verdict == v1::TIMEOUT) {
+      d->message += timeout_stage(k.marks, granted);
+      log::info("kernelbench.candidate_timeout", {{"job_id", k.job.job_id()}, {"message", d->message},
+                                                  {"wall_seconds", cand.sandbox.wall_seconds},
+                                                  {"judge_seconds", seen->value("judge_seconds", 0.0)},
+                                                  {"given_back_seconds", granted}});
+    }
     // the harness's repair text: the exception and the candidate's own frames, not the traceback
     // through the judge's files (that stays in the report for the operator)
     detail = cand.report ? cand.report->value("feedback", "") : tail(cand.sandbox.stderr_data, 2000);
