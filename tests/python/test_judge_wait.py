@@ -17,13 +17,17 @@ TASK = ROOT / "tests" / "kernelbench" / "tasks" / "activation_relu"
 RUN_WALL_MS = 8000
 
 
-def slow_drawing_reference(dest):
-    src = (TASK / "reference.py").read_text()
-    src = src.replace("import torch\n", "import time\n\nimport torch\n", 1)
-    src = src.replace("def get_inputs():\n", "def get_inputs():\n    time.sleep(0.5)  # the judge's time\n", 1)
-    assert "time.sleep" in src
-    Path(dest).write_text(src)
+def with_sleep(name, dest, before, seconds):
+    """The task's file `name` written to dest with time.sleep(seconds) put before the line `before`."""
+    src = (TASK / name).read_text().replace("import torch\n", "import time\n\nimport torch\n", 1)
+    indent = before[:len(before) - len(before.lstrip())]
+    assert before in src
+    Path(dest).write_text(src.replace(before, f"{indent}time.sleep({seconds})\n{before}", 1))
     return dest
+
+
+def slow_drawing_reference(dest):
+    return with_sleep("reference.py", dest, "    return [torch.rand(BATCH, DIM)]", 0.5)  # the judge's time
 
 
 def judged(reference, candidate, run_wall_ms, worker_cache_fraction=None):
@@ -54,12 +58,7 @@ def test_the_candidates_wait_for_the_judge_is_given_back_to_its_limit():
 
 
 def hanging_candidate(dest):
-    src = (TASK / "cpu_ok.py").read_text()
-    src = src.replace("import torch\n", "import time\n\nimport torch\n", 1)
-    src = src.replace("        return _ext.relu_fwd(x)", "        time.sleep(600)\n        return _ext.relu_fwd(x)", 1)
-    assert "time.sleep(600)" in src
-    Path(dest).write_text(src)
-    return dest
+    return with_sleep("cpu_ok.py", dest, "        return _ext.relu_fwd(x)", 600)
 
 
 def test_a_candidate_out_of_its_own_time_is_told_in_which_stage():
