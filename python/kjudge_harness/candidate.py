@@ -19,7 +19,7 @@ from kjudge_protocol import numerics, timing, transport
 from kjudge_protocol.module_loader import load_module
 
 # Each stage's mark on the daemon's clock socket as it begins: a candidate killed at its wall limit
-# is told in which stage (kStageMarks in src/pipeline/kernelbench/kernelbench_pipeline.cpp).
+# is told in which stage (kStageMarks in src/pipeline/kernelbench/timeout_stage.cpp).
 STAGE_MARKS = {"load": b"l", "init": b"i", "correctness": b"c", "timing": b"t", "trace": b"r"}
 POISON_DOUBLE_BELOW = 256 << 20  # outputs this large get a poisoned block of their own size only
 

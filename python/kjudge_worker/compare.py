@@ -140,7 +140,7 @@ def _chunk_tallies_by_torch(expected, actual, floor, rtol, nan_equal, chunk=None
 
 
 USE_KERNEL = True   # False: the torch path only (bench/timing_probe/compare_cost.py sets it to compare the two)
-_agreement = {}     # (device, dtype) -> did the kernel's tallies equal the torch path's on SELF_CHECK values
+_agreement = {}     # (device, dtype) -> did the kernel's tallies equal the torch path's (_self_check)
 _agreement_lock = threading.Lock()
 
 
@@ -184,10 +184,10 @@ def _self_check_values(device, dtype):
 def _self_check(device, dtype):
     try:
         e, a = _self_check_values(device, dtype)
-        scale = compare_kernel.finite_abs_max(e)
-        agree = scale is not None and max(1.0, float(scale)) == _scale_by_torch(e)
+        scale, by_torch = compare_kernel.finite_abs_max(e), _scale_by_torch(e)
+        agree = scale is not None and max(1.0, float(scale)) == by_torch
         for nan_equal in (True, False):
-            for floor in (1e-3, 1e-3 * _scale_by_torch(e)):
+            for floor in (1e-3, 1e-3 * by_torch):
                 fused = compare_kernel.chunk_tallies(e, a, floor, 1e-3, nan_equal, SELF_CHECK_CHUNK)
                 agree = agree and fused is not None and \
                     fused.tolist() == _chunk_tallies_by_torch(e, a, floor, 1e-3, nan_equal, SELF_CHECK_CHUNK)

@@ -50,12 +50,12 @@ using nlohmann::json;
 namespace {
 
 constexpr unsigned kKernelBenchAudits = 3;
-// Candidates together get this share of the device, each as much as the worker estimates for its
-// job (its input copies, outputs, timing pool); the rest is the worker's cache, its one large set in
-// use at a time, the contexts and torch's allocator slack.
 // The candidate's wall limit is its own time: its waits for the judge are given back, up to this
 // many limits more (a judge that stalls for good still ends the run).
 constexpr std::uint32_t kJudgeWaitGrantLimits = 2;
+// Candidates together get this share of the device, each as much as the worker estimates for its
+// job (its input copies, outputs, timing pool); the rest is the worker's cache, its one large set in
+// use at a time, the contexts and torch's allocator slack.
 constexpr double kCandidateDeviceShare = 0.3;  // 0.5 ran H100s out of memory with 6.4 GB sets and 16 slots
 
 const char* precision_name(v1::Precision p) {
@@ -355,8 +355,8 @@ HarnessRun candidate_role(const KernelBenchRun& k) {
   const WorkerJob* wjob = &*k.wjob;
   const auto most = std::chrono::milliseconds(std::uint64_t{kJudgeWaitGrantLimits} * k.limits.run_ms);
   c.wall_extension = [wjob, most] {
-    const auto waited = std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 * wjob->judge_seconds(std::chrono::seconds(5))));
-    return std::min(waited, most);
+    const double waited_s = wjob->judge_seconds(std::chrono::seconds(5));
+    return std::min(std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 * waited_s)), most);
   };
   c.binds = k.built.binds;
   c.binds.push_back({(k.build_dir / "candidate.py").string(), "/candidate.py", false});
