@@ -117,7 +117,9 @@ def test_the_daemon_can_ask_how_long_a_candidate_has_waited_for_the_judge(worker
     assert ask(worker, {"op": "judge_seconds", "job_id": "nope"}) == {"ok": True, "judge_seconds": 0.0}
     chan.close()
     res = ask(worker, {"op": "results", "job_id": "j1"})
-    assert res["judge_seconds"] == pytest.approx(waited)
+    # the answer counted the requests so far, the last one up to the moment asked (its reply is
+    # sent before its time is added): never more than the job's final count
+    assert waited <= res["judge_seconds"] + 1e-9
 
     from kjudge_worker import job as worker_job
     serving = types.SimpleNamespace(results={"judge_seconds": 2.0}, request_began=time.monotonic() - 5.0)
