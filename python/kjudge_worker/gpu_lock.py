@@ -2,7 +2,14 @@
 reference's baseline, a candidate's loop) hold it exclusively; the worker's own GPU work (making
 sets, copying them out, comparing) holds it shared, so that work overlaps with itself but never
 with a timed loop. A turnstile file in front keeps a waiting timed loop from being starved by a
-stream of shared holders."""
+stream of shared holders.
+
+The worker's locks are taken in one order, never against it: the prepare budget
+(prepare_budget.py), the heavy-set lock (job.Heavy), the device peaks' lock (roofline.py), this
+lock (turnstile, then the file), a problem's lock (problems.py), then the leaves (the draws'
+generators, the cache, the comparator's self-check). A thread that waits here holding a lock
+that comes after it can deadlock the worker: a timed loop waiting in the turnstile blocks every
+later shared holder, including the one that would release it (tests/python/test_worker_lock_order.py)."""
 import fcntl
 import os
 import time

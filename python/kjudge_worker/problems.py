@@ -78,11 +78,14 @@ class Problem:
         """(inputs, expected output): inputs generated under `seed` (on the device in strict mode,
         on the host in compat mode as KernelBench does unless they are large), the variant's notes
         kept for the job's report. gpu_lock(): the GPU lock shared, held only around device work:
-        no timed loop waits for a host-side draw."""
-        with self.lock, torch.no_grad():
-            if self.host_draw:
+        no timed loop waits for a host-side draw. The GPU lock is taken before the problem's own
+        (the worker's lock order, gpu_lock.py): waiting for it while holding the problem's lock
+        deadlocked the worker (an exclusive waiter in the turnstile, a shared holder of the same
+        problem waiting for its lock; one H200, 2026-11-28, every job stalled for 5 minutes)."""
+        with torch.no_grad():
+            if self.host_draw:  # the draw's generator held by kin.seeded, not by the problem's lock
                 values = kin.generate(self.module, int(seed), torch.device("cpu"), on_device=False)
-            with gpu_lock():
+            with gpu_lock(), self.lock:
                 if not self.host_draw:
                     values = kin.generate(self.module, int(seed), self.device, on_device=True)
                 values = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]

@@ -1,0 +1,73 @@
+"""The trusted worker's lock order (gpu_lock.py): the GPU lock before a problem's own lock. A job
+making a set waited for the GPU lock while holding its problem's lock; another job of the same
+problem held the GPU lock shared and wanted the problem's lock; a timed loop waited in the
+turnstile between them, and the worker stalled until a reference's budget ran out (one H200,
+2026-11-28). Real flock files, a real reference on the CPU."""
+import fcntl
+import os
+import threading
+import time
+
+from kjudge_worker.gpu_lock import GpuLock
+from kjudge_worker.problems import Problem
+
+REFERENCE = '''
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+def get_inputs():
+    return [torch.rand(4, 64)]
+def get_init_inputs():
+    return []
+'''
+
+
+def in_turnstile(path):
+    """Someone holds the turnstile (a timed loop waiting for the lock)."""
+    fd = os.open(path + ".turnstile", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def wait_until(cond, seconds=10):
+    deadline = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_making_a_set_never_holds_the_problems_lock_while_it_waits_for_the_gpu_lock(tmp_path):
+    import torch
+    ref = tmp_path / "ref.py"
+    ref.write_text(REFERENCE)
+    lock_path = str(tmp_path / "gpu.lock")
+    problem = Problem("k" * 16, str(ref), None, "fp32", "strict", 1, torch.device("cpu"))
+
+    other_job = GpuLock(lock_path, shared=True)  # another job's GPU work on this problem, started first
+    other_job.acquire()
+    timed_loop = threading.Thread(target=lambda: GpuLock(lock_path).__enter__().release(), daemon=True)
+    timed_loop.start()
+    wait_until(lambda: in_turnstile(lock_path))  # the timed loop waits for the shared holder
+    made = []
+    maker = threading.Thread(daemon=True, target=lambda: made.append(
+        problem.make_set(7, None, lambda: GpuLock(lock_path, shared=True))))
+    maker.start()
+    time.sleep(0.5)  # the maker is now queued behind the timed loop
+    assert not made
+
+    # the shared holder now needs the problem's lock (the roofline's count, an audit's replay)
+    got = problem.lock.acquire(timeout=5)
+    if got:
+        problem.lock.release()
+    other_job.release()
+    timed_loop.join(10)
+    maker.join(10)
+    assert got, "the maker held the problem's lock while waiting for the GPU lock: a deadlock"
+    assert made and made[0][1].shape == (4, 64)
