@@ -14,6 +14,8 @@ import fcntl
 import os
 import time
 
+from .waits import waiting
+
 
 class GpuLock:
     def __init__(self, path, shared=False):
@@ -27,9 +29,10 @@ class GpuLock:
         t0 = time.monotonic()
         gate = os.open(self.path + ".turnstile", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
-            fcntl.flock(gate, fcntl.LOCK_EX)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-            fcntl.flock(fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
+            with waiting():  # other jobs' loops and GPU work: the reference's budget gives it back
+                fcntl.flock(gate, fcntl.LOCK_EX)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+                fcntl.flock(fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
         finally:
             os.close(gate)  # through the turnstile: the next in line may go
         self.fd = fd

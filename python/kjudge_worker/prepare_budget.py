@@ -8,6 +8,8 @@ prepares alone."""
 import contextlib
 import threading
 
+from .waits import waiting
+
 PREPARE_SHARE = 0.2            # of the device's memory: the transients of jobs preparing at once
 TRANSIENTS_PER_INPUT_BYTE = 4  # a set's inputs, its output, the reference's intermediates, a variant's copy
 TRANSIENTS_FLOOR = 256 << 20   # the reference's own workspace (cuBLAS, cuDNN) on the smallest sets
@@ -35,7 +37,10 @@ class PrepareBudget:
         with self.cv:
             ticket = self.arrived
             self.arrived += 1
-            self.cv.wait_for(lambda: ticket == self.admitted and self.used + n <= self.capacity)
+            admitted = lambda: ticket == self.admitted and self.used + n <= self.capacity  # noqa: E731
+            if not admitted():
+                with waiting():
+                    self.cv.wait_for(admitted)
             self.used += n
             self.admitted += 1
             self.cv.notify_all()

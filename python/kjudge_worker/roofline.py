@@ -6,13 +6,13 @@ bandwidth of a large device-to-device copy and the FLOP/s cuBLAS reaches on a la
 in the problem's dtype. The daemon divides: roofline floor = max(bytes / bandwidth, FLOPs / FLOP/s),
 and the candidate's fraction of peak = floor / its median. A measured peak, not a datasheet one: a
 candidate using tensor cores the fp32 reference may not (TF32) can pass 1."""
-import threading
 import time
 
 import torch
 
 from .gpu_lock import GpuLock
 from .problems import nbytes
+from .waits import CountedLock
 
 COPY_BYTES = 1 << 30  # large against any L2 (50 MiB on an H100)
 MATMUL_N = 8192
@@ -47,7 +47,7 @@ class DevicePeaks:
         self.device, self.lock_path = device, lock_path
         self.gbps = None
         self.tflops = {}
-        self.lock = threading.Lock()
+        self.lock = CountedLock()  # a job's first figures measured while the others wait
 
     def get(self, dtype):
         """{"peak_gbps", "peak_tflops"}; None while the device has no room to measure (asked again later)."""

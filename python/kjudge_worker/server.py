@@ -1,6 +1,8 @@
 """The worker's control socket: kjudged connects, sends one JSON line, reads one JSON line back.
 Requests: ping, prepare (a job's sets, its baseline when asked, its candidate channel), results
-(what the candidate's channel saw; the job is then forgotten), forget. Each connection is served
+(what the candidate's channel saw; the job is then forgotten), forget, judge_seconds (a candidate's
+waits for the judge so far), prepare_waited (a prepare's waits for other jobs so far: waits.py).
+Each connection is served
 by its own thread, so the jobs of several slots overlap (only timed loops take the GPU lock)."""
 import json
 import os
@@ -13,7 +15,7 @@ import torch
 
 from kjudge_protocol import node_identity, numerics, transport, wire
 
-from . import prepare_budget, problems, roofline
+from . import prepare_budget, problems, roofline, waits
 from .sm_clock import SmClock
 from .job import Heavy, Job, JobError
 
@@ -36,13 +38,14 @@ class Worker:
         self.total_bytes = total
         # one large set in use at a time (a job of large or unknown inputs prepares under it too),
         # and the other jobs' preparations together within a share of the device
-        self.heavy = threading.RLock()
+        self.heavy = waits.CountedLock(threading.RLock())
         self.preparing = prepare_budget.PrepareBudget(int(prepare_budget.PREPARE_SHARE * total))
         self.cache = problems.Cache(int(total * cache_fraction))
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
         self.sm_clock = SmClock(self.device)
         self.jobs = {}
+        self.prepare_clocks = {}  # job id -> its prepare's waits for other jobs (waits.py)
         self.jobs_lock = threading.Lock()
         self.idle_seconds = idle_seconds
         self.last_request = time.monotonic()
@@ -55,7 +58,11 @@ class Worker:
             return {"ok": True, "device": str(self.device), "cache_bytes": self.cache.used(),
                     "cache_hits": self.cache.hits, "cache_misses": self.cache.misses, "jobs": len(self.jobs)}
         if op == "prepare":
-            return self.prepare(req)
+            return self.prepare_counted(req)
+        if op == "prepare_waited":  # the daemon, at the reference's deadline: how much of it was others'
+            with self.jobs_lock:
+                clock = self.prepare_clocks.get(req.get("job_id"))
+            return {"ok": True, "waited_seconds": clock.seconds_now() if clock is not None else 0.0}
         if op == "results":
             job = self.pop(req)
             return {"ok": True, **job.wait_results(float(req.get("timeout", 10)))}
@@ -86,6 +93,18 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - any failure here is the device's
             raise DeviceUnavailable(f"the trusted worker could not set up its GPU: {exc}".splitlines()[0]) from exc
         self.device_ready = True
+
+    def prepare_counted(self, req):
+        """prepare, its waits for other jobs counted where the daemon can ask for them."""
+        job_id = req.get("job_id")
+        with self.jobs_lock:
+            clock = self.prepare_clocks[job_id] = waits.WaitClock()
+        try:
+            with waits.counting(clock):
+                return self.prepare(req)
+        finally:
+            with self.jobs_lock:
+                self.prepare_clocks.pop(job_id, None)
 
     def prepare(self, req):
         self.set_up_device()

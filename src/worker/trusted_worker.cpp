@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "common/log.h"
@@ -49,12 +50,18 @@ bool send_all(int fd, const std::string& s) {
   return true;
 }
 
-// One line (the reply) before the deadline; nullopt on timeout or a closed socket.
-std::optional<std::string> read_line(int fd, Clock::time_point deadline) {
+// One line (the reply) before the deadline, which `later` (when given) may move on when it comes;
+// nullopt on timeout or a closed socket.
+std::optional<std::string> read_line(int fd, Clock::time_point& deadline,
+                                     const std::function<Clock::time_point()>& later) {
   std::string got;
   char buf[65536];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0 && later) {
+      deadline = std::max(deadline, later());
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    }
     if (left <= 0) return std::nullopt;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000))) <= 0) continue;
@@ -122,8 +129,10 @@ void TrustedWorker::supervise(const Config& cfg, bool gpu) {
   log::info("worker.exit", {{"dir", dir_.string()}, {"how", exit_detail_}});
 }
 
-std::optional<json> TrustedWorker::request(const json& req, std::chrono::milliseconds timeout, std::string* why) {
-  const auto deadline = Clock::now() + timeout;
+std::optional<json> TrustedWorker::request(const json& req, std::chrono::milliseconds timeout, std::string* why,
+                                           const Extension& extension) {
+  const auto sent = Clock::now();
+  auto deadline = sent + timeout;
   int fd = -1;
   while ((fd = connect_to(dir_, "control.sock")) < 0) {  // still importing torch, or gone
     if (!alive_ || Clock::now() > deadline) {
@@ -133,14 +142,17 @@ std::optional<json> TrustedWorker::request(const json& req, std::chrono::millise
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   std::optional<std::string> line;
-  if (send_all(fd, req.dump() + "\n")) line = read_line(fd, deadline);
+  std::function<Clock::time_point()> later;
+  if (extension) later = [&] { return sent + timeout + extension(); };
+  if (send_all(fd, req.dump() + "\n")) line = read_line(fd, deadline, later);
   ::close(fd);
   if (!line) {
     const bool timed_out = Clock::now() >= deadline;
     for (int i = 0; i < 40 && alive_ && !timed_out; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (why)
       *why = !alive_ ? "the trusted worker exited: " + exit_detail_
-                     : timed_out ? fmt::format("no answer from the trusted worker within {} ms", timeout.count())
+                     : timed_out ? fmt::format("no answer from the trusted worker within {} ms",
+                                               std::chrono::duration_cast<std::chrono::milliseconds>(deadline - sent).count())
                                  : "the trusted worker closed the connection without an answer";
     return std::nullopt;
   }

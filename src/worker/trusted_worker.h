@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -26,10 +27,13 @@ class TrustedWorker {
   TrustedWorker(const TrustedWorker&) = delete;
   TrustedWorker& operator=(const TrustedWorker&) = delete;
 
+  // Asked when a request's time is up: the time given back to it so far (in total), which moves
+  // its deadline on from `timeout` after it was sent.
+  using Extension = std::function<std::chrono::milliseconds()>;
   // One request and its reply; nullopt when the worker is gone or gave no answer in `timeout`
-  // (`why` says which). Waits for a worker that is still starting.
+  // (plus what `extension` gives back; `why` says which). Waits for a worker that is still starting.
   std::optional<nlohmann::json> request(const nlohmann::json& req, std::chrono::milliseconds timeout,
-                                        std::string* why = nullptr);
+                                        std::string* why = nullptr, const Extension& extension = {});
   bool alive() const { return alive_; }
   const std::filesystem::path& dir() const { return dir_; }
   // Kills it (a reference that never returns holds the worker; the next job gets a new one).

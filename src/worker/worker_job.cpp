@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "common/random.h"
@@ -39,13 +40,19 @@ WorkerJob::~WorkerJob() {
   fs::remove(clock_socket(), ec);
 }
 
-std::optional<json> WorkerJob::prepare(json req, std::chrono::milliseconds timeout, std::string& why) {
+std::optional<json> WorkerJob::prepare(json req, std::chrono::milliseconds timeout,
+                                       std::chrono::milliseconds most_given_back, std::string& why, double& waited_s) {
   req["op"] = "prepare";
   req["job_id"] = id_;
   req["reference_path"] = reference_rel_;
   req["channel_path"] = channel_rel_ + "/sock";
   req["clock_path"] = "/job/" + clock_rel_;
-  auto reply = worker_->request(req, timeout, &why);
+  waited_s = 0.0;
+  const auto given_back = [&] {
+    waited_s = prepare_waited(std::chrono::seconds(5));
+    return std::min(std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 * waited_s)), most_given_back);
+  };
+  auto reply = worker_->request(req, timeout, &why, given_back);
   open_in_worker_ = reply && reply->value("ok", false);
   return reply;
 }
@@ -60,6 +67,12 @@ double WorkerJob::judge_seconds(std::chrono::milliseconds timeout) const {
   std::string why;
   const auto reply = worker_->request({{"op", "judge_seconds"}, {"job_id", id_}}, timeout, &why);
   return reply ? reply->value("judge_seconds", 0.0) : 0.0;
+}
+
+double WorkerJob::prepare_waited(std::chrono::milliseconds timeout) const {
+  std::string why;
+  const auto reply = worker_->request({{"op", "prepare_waited"}, {"job_id", id_}}, timeout, &why);
+  return reply ? reply->value("waited_seconds", 0.0) : 0.0;
 }
 
 }  // namespace kj

@@ -30,12 +30,17 @@ class WorkerJob {
   // The clock socket the worker's baseline loop marks (host path, for the daemon's ClockReader).
   std::filesystem::path clock_socket() const { return worker_->dir() / clock_rel_; }
 
-  // `req` gets op, job_id and the paths added. nullopt: the worker failed (`why`).
-  std::optional<nlohmann::json> prepare(nlohmann::json req, std::chrono::milliseconds timeout, std::string& why);
+  // `req` gets op, job_id and the paths added. `timeout` is the reference's own time: the
+  // prepare's waits for other jobs (the worker's locks, its prepare budget) are given back, up to
+  // `most_given_back`; `waited_s` is the worker's last figure for them. nullopt: the worker failed (`why`).
+  std::optional<nlohmann::json> prepare(nlohmann::json req, std::chrono::milliseconds timeout,
+                                        std::chrono::milliseconds most_given_back, std::string& why, double& waited_s);
   std::optional<nlohmann::json> results(std::chrono::milliseconds timeout, std::string& why);
   // How long the job's candidate has waited for the worker so far, the request in service
   // included (0 when the worker does not answer within `timeout`).
   double judge_seconds(std::chrono::milliseconds timeout) const;
+  // How long the job's prepare, still running, has waited for other jobs (0 when not answered).
+  double prepare_waited(std::chrono::milliseconds timeout) const;
   TrustedWorker& worker() { return *worker_; }
 
  private:

@@ -30,14 +30,14 @@ def slow_drawing_reference(dest):
     return with_sleep("reference.py", dest, "    return [torch.rand(BATCH, DIM)]", 0.5)  # the judge's time
 
 
-def judged(reference, candidate, run_wall_ms, worker_cache_fraction=None):
-    """`kjudge eval` of the pair on the suite's cache (test_e2e's build of cpu_ok.py is replayed)."""
+def judged(reference, candidate, run_wall_ms, kernelbench_config=""):
+    """`kjudge eval` of the pair on the suite's cache (test_e2e's build of cpu_ok.py is replayed);
+    `kernelbench_config`: lines added to its [kernelbench] table."""
     state = Path(tempfile.mkdtemp(prefix="kjudge-judge-wait."))
     state.chmod(0o711)
     try:
         cfg = suite_config(state)
-        if worker_cache_fraction:
-            cfg.write_text(cfg.read_text() + f"worker_cache_fraction = {worker_cache_fraction}\n")
+        cfg.write_text(cfg.read_text() + kernelbench_config)
         p = subprocess.run([str(BUILD / "bin/kjudge"), "eval", "-c", str(cfg), "--backend", "cpu", "--json",
                             "--trials", "3", "--run-wall-ms", str(run_wall_ms), "--kb-reference", str(reference(state)),
                             "--kb-candidate", str(candidate(state))], capture_output=True, text=True, timeout=900)
@@ -49,7 +49,7 @@ def judged(reference, candidate, run_wall_ms, worker_cache_fraction=None):
 
 def test_the_candidates_wait_for_the_judge_is_given_back_to_its_limit():
     r = judged(lambda d: slow_drawing_reference(d / "reference.py"), lambda d: TASK / "cpu_ok.py", RUN_WALL_MS,
-               worker_cache_fraction="0.000001")
+               kernelbench_config="worker_cache_fraction = 0.000001\n")
     assert r["status"] == "OK", r.get("message")
     phases = r["phaseSeconds"]
     assert phases["judge_wait"] * 1000 > RUN_WALL_MS, phases  # the judge alone took longer than the limit
@@ -65,3 +65,13 @@ def test_a_candidate_out_of_its_own_time_is_told_in_which_stage():
     r = judged(lambda d: TASK / "reference.py", lambda d: hanging_candidate(d / "hangs.py"), 5000)
     assert r["status"] == "TIMEOUT", r.get("message")
     assert "did not finish within 5000 ms (in its correctness calls, from " in r["message"], r["message"]
+
+
+def test_a_reference_out_of_its_own_time_is_the_jobs_fault():
+    """The reference's budget is its own time (its waits for other jobs are given back, none here):
+    a reference that never returns makes the job INVALID_JOB, never the candidate's TIMEOUT."""
+    r = judged(lambda d: with_sleep("reference.py", d / "reference.py", "    return [torch.rand(BATCH, DIM)]", 600),
+               lambda d: TASK / "cpu_ok.py", RUN_WALL_MS, kernelbench_config="reference_wall_ms = 4000\n")
+    assert r["status"] == "INVALID_JOB", r.get("message")
+    assert "did not finish within its own budget of 4000 ms" in r["message"], r["message"]
+    assert r["phaseSeconds"]["oracle.waited_for_others"] < 1.0, r["phaseSeconds"]

@@ -601,3 +601,40 @@ def test_the_compiled_baseline_compiles_outside_the_exclusive_lock(monkeypatch):
     assert events[:3] == ["shared", "compiled call", "release"]  # compiled, then
     assert events[3] == "exclusive" and events[-1] == "release"  # both loops timed in one hold
     assert len(report["baseline"]["trial_ms"]) == 5 and len(report["compiled_baseline"]["trial_ms"]) == 5
+
+
+SLOW_UNSIZED_REFERENCE = """import time
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(1.0)  # the reference's own time
+        return x * 2
+def get_inputs():
+    n = int(torch.tensor([64]).tolist()[0])  # needs real values: its size is unknown, it prepares alone
+    return [torch.rand(4, n)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_prepares_wait_for_other_jobs_is_counted_and_its_own_time_is_not(worker, tmp_path):
+    """`prepare_waited` (asked at the reference's deadline, which grows by the answer): a job queued
+    behind another job's prepare has waited; the job running its own slow reference has not."""
+    import threading
+    slow = tmp_path / "slow.py"
+    slow.write_text(SLOW_UNSIZED_REFERENCE)
+    replies = {}
+    first = threading.Thread(target=lambda: replies.update(a=prepare(worker, job_id="ja", ref=slow)))
+    first.start()
+    time.sleep(0.5)  # ja holds the whole prepare budget (its size is unknown) and runs its reference
+    second = threading.Thread(target=lambda: replies.update(b=prepare(worker, job_id="jb")))
+    second.start()
+    time.sleep(1.0)
+    behind = ask(worker, {"op": "prepare_waited", "job_id": "jb"})["waited_seconds"]
+    running = ask(worker, {"op": "prepare_waited", "job_id": "ja"})["waited_seconds"]
+    first.join(60)
+    second.join(60)
+    assert replies["a"]["ok"] and replies["b"]["ok"], replies
+    assert behind > 0.5, behind    # queued behind ja, still waiting when asked
+    assert running < 0.3, running  # ja's own reference is its own time
+    assert ask(worker, {"op": "prepare_waited", "job_id": "jb"})["waited_seconds"] == 0.0  # done: not held

@@ -50,7 +50,8 @@ using nlohmann::json;
 namespace {
 
 constexpr unsigned kKernelBenchAudits = 3;
-// The candidate's wall limit is its own time: its waits for the judge are given back, up to this
+// The candidate's wall limit and the reference's budget are their own time: the candidate's waits
+// for the judge, the reference's for other jobs' work in the worker, are given back, up to this
 // many limits more (a judge that stalls for good still ends the run).
 constexpr std::uint32_t kJudgeWaitGrantLimits = 2;
 // Candidates together get this share of the device, each as much as the worker estimates for its
@@ -268,16 +269,23 @@ json prepare_request(const KernelBenchRun& k, const json& sets, const KernelBenc
           {"baseline_unless_identity", baselines.cached() ? baselines.expected_identity() : ""}};
 }
 
+// A prepare that never returned, `waited_s` of its `elapsed_s` spent waiting for other jobs: it
+// holds the worker, which goes. The reference's fault only when its own time ran out; a quarter
+// of it or more waiting (beyond what was given back: a stalled worker) is ours, judged again.
+Decision prepare_overran(KernelBenchRun& k, double waited_s, double elapsed_s) {
+  k.wjob->worker().kill();
+  if (waited_s >= 0.25 * elapsed_s)
+    return node_fault(fmt::format("the trusted worker's prepare ran {:.0f} s, {:.0f} s of it waiting for other "
+                                  "jobs' work (its locks, the GPU lock): judged again",
+                                  elapsed_s, waited_s));
+  return job_fault(fmt::format("the reference did not finish within its own budget of {} ms",
+                               k.cfg.kernelbench.reference_wall_ms));
+}
+
 // The worker's prepare that did not succeed: whose fault it was.
-Decision prepare_failure(KernelBenchRun& k, const std::optional<json>& prepared, const std::string& why, bool overran,
-                         std::string& detail) {
+Decision prepare_failure(const std::optional<json>& prepared, const std::string& why, std::string& detail) {
   if (!prepared) {
     detail = why;
-    if (overran) {  // it never returned: it holds the worker, which goes
-      k.wjob->worker().kill();
-      return job_fault(fmt::format("the reference did not finish within its own budget of {} ms",
-                                   k.cfg.kernelbench.reference_wall_ms));
-    }
     // The worker went away under it (the tenant's worker serves several jobs, so the cause may
     // be another's): ours to retry, never the candidate's.
     return node_fault("trusted worker: " + why);
@@ -325,13 +333,19 @@ StageEnd prepare_oracle(KernelBenchRun& k, v1::Result& r, std::string& detail) {
   std::string why;
   const auto budget = std::chrono::milliseconds(k.cfg.kernelbench.reference_wall_ms);
   const auto asked = std::chrono::steady_clock::now();
+  double waited_s = 0.0;
   {
     ClockReader reader(k.wjob->clock_socket());
-    prepared = k.wjob->prepare(prep_req, budget, why);
+    prepared = k.wjob->prepare(prep_req, budget, kJudgeWaitGrantLimits * budget, why, waited_s);
     oracle_marks = reader.finish();
   }
-  if (!prepared || !prepared->value("ok", false))
-    return prepare_failure(k, prepared, why, !prepared && std::chrono::steady_clock::now() - asked >= budget, detail);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - asked;
+  (*r.mutable_phase_seconds())["oracle.waited_for_others"] = waited_s;
+  if (!prepared && elapsed >= budget) {
+    detail = why;
+    return prepare_overran(k, waited_s, elapsed.count());
+  }
+  if (!prepared || !prepared->value("ok", false)) return prepare_failure(prepared, why, detail);
   k.orep = std::move(*prepared);
   add_phases(r, "oracle", k.orep);
   r.mutable_system()->set_device_name(k.orep.value("device_name", ""));

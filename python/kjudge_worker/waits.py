@@ -1,0 +1,85 @@
+"""Seconds a job's prepare spends waiting for other jobs: for the prepare budget, the heavy-set
+lock, the GPU lock (other jobs' timed loops), a problem's lock. kjudged asks at the reference's
+deadline (`prepare_waited`) and gives them back, as it gives a candidate its waits for the judge:
+the reference's budget is its own time. Before, a worker stalled by other jobs' work had a healthy
+reference run out of its budget, and the job was called INVALID_JOB (one H200, 2026-11-28).
+
+A thread's prepare sets its clock (`counting`); the locks report their waits to the thread's
+clock (`waiting`), an unfinished wait included when asked."""
+import contextlib
+import threading
+import time
+
+_thread = threading.local()
+
+
+class WaitClock:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._total = 0.0
+        self._since = None
+
+    def seconds_now(self):
+        """Seconds waited so far, the wait in progress included."""
+        with self._lock:
+            running = time.monotonic() - self._since if self._since is not None else 0.0
+            return self._total + running
+
+    def _begin(self):
+        with self._lock:
+            self._since = time.monotonic()
+
+    def _end(self):
+        with self._lock:
+            self._total += time.monotonic() - self._since
+            self._since = None
+
+
+@contextlib.contextmanager
+def counting(clock):
+    """The current thread's waits go to `clock` until the block ends."""
+    before = getattr(_thread, "clock", None)
+    _thread.clock = clock
+    try:
+        yield clock
+    finally:
+        _thread.clock = before
+
+
+@contextlib.contextmanager
+def waiting():
+    """A wait for other jobs' work: counted on the current thread's clock, if it has one."""
+    clock = getattr(_thread, "clock", None)
+    if clock is None:
+        yield
+        return
+    clock._begin()
+    try:
+        yield
+    finally:
+        clock._end()
+
+
+class CountedLock:
+    """A threading lock whose blocked acquisitions are waits (`waiting`)."""
+
+    def __init__(self, lock=None):
+        self._lock = lock if lock is not None else threading.Lock()
+
+    def acquire(self, blocking=True, timeout=-1):
+        if self._lock.acquire(blocking=False):
+            return True
+        if not blocking:
+            return False
+        with waiting():
+            return self._lock.acquire(timeout=timeout)
+
+    def release(self):
+        self._lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
