@@ -8,6 +8,7 @@ prepares alone."""
 import contextlib
 import threading
 
+from . import lock_order
 from .waits import waiting
 
 PREPARE_SHARE = 0.2            # of the device's memory: the transients of jobs preparing at once
@@ -34,6 +35,7 @@ class PrepareBudget:
         """Waits until this job is the next to be admitted and `nbytes` fit beside the jobs
         preparing."""
         n = min(nbytes, self.capacity)
+        lock_order.check("prepare_budget", self)
         with self.cv:
             ticket = self.arrived
             self.arrived += 1
@@ -44,9 +46,11 @@ class PrepareBudget:
             self.used += n
             self.admitted += 1
             self.cv.notify_all()
+        lock_order.taken("prepare_budget", self)
         try:
             yield
         finally:
+            lock_order.released(self)
             with self.cv:
                 self.used -= n
                 self.cv.notify_all()

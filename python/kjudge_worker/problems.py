@@ -66,7 +66,7 @@ class Problem:
             model = self.module.Model(*self.init_inputs)
         model = model.to(device)
         self.model = (model.to(self.dtype) if self.dtype != torch.float32 else model).eval()
-        self.lock = CountedLock()  # one set at a time through the reference (its RNG, its buffers)
+        self.lock = CountedLock("problem")  # one set at a time through the reference (its RNG, its buffers)
         self.bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
         self.variant_notes = {}  # transform -> what it kept (kin.transform's notes)
         self.work = None  # roofline.work_of, once the first job asks (it runs the reference once more)

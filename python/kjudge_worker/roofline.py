@@ -47,7 +47,7 @@ class DevicePeaks:
         self.device, self.lock_path = device, lock_path
         self.gbps = None
         self.tflops = {}
-        self.lock = CountedLock()  # a job's first figures measured while the others wait
+        self.lock = CountedLock("device_peaks")  # a job's first figures measured while the others wait
 
     def get(self, dtype):
         """{"peak_gbps", "peak_tflops"}; None while the device has no room to measure (asked again later)."""

@@ -15,7 +15,7 @@ import torch
 
 from kjudge_protocol import node_identity, numerics, transport, wire
 
-from . import prepare_budget, problems, roofline, waits
+from . import lock_order, prepare_budget, problems, roofline, waits
 from .sm_clock import SmClock
 from .job import Heavy, Job, JobError
 
@@ -38,7 +38,7 @@ class Worker:
         self.total_bytes = total
         # one large set in use at a time (a job of large or unknown inputs prepares under it too),
         # and the other jobs' preparations together within a share of the device
-        self.heavy = waits.CountedLock(threading.RLock())
+        self.heavy = waits.CountedLock("heavy_set", threading.RLock())
         self.preparing = prepare_budget.PrepareBudget(int(prepare_budget.PREPARE_SHARE * total))
         self.cache = problems.Cache(int(total * cache_fraction))
         self.lock_path = lock_path if self.device.type == "cuda" else ""
@@ -162,6 +162,8 @@ class Worker:
                 reply = self.handle(json.loads(line))
             except JobError as exc:
                 reply = {"ok": False, "error": str(exc), "fault": "reference"}
+            except lock_order.LockOrderError as exc:  # the worker's own bug: ours, judged again
+                reply = {"ok": False, "error": str(exc), "fault": "worker"}
             except DeviceUnavailable as exc:  # the node's GPU: kjudged retries and checks the GPU
                 reply = {"ok": False, "error": str(exc)[:2000], "fault": "device"}
             except torch.cuda.OutOfMemoryError as exc:  # other jobs' memory at this moment: kjudged retries

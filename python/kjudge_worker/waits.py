@@ -10,6 +10,8 @@ import contextlib
 import threading
 import time
 
+from . import lock_order
+
 _thread = threading.local()
 
 
@@ -61,21 +63,26 @@ def waiting():
 
 
 class CountedLock:
-    """A threading lock whose blocked acquisitions are waits (`waiting`)."""
+    """A threading lock whose blocked acquisitions are waits (`waiting`), taken in the worker's
+    lock order as `name` (lock_order.py)."""
 
-    def __init__(self, lock=None):
+    def __init__(self, name, lock=None):
+        self.name = name
         self._lock = lock if lock is not None else threading.Lock()
 
     def acquire(self, blocking=True, timeout=-1):
-        if self._lock.acquire(blocking=False):
-            return True
-        if not blocking:
-            return False
-        with waiting():
-            return self._lock.acquire(timeout=timeout)
+        lock_order.check(self.name, self)
+        got = self._lock.acquire(blocking=False)
+        if not got and blocking:
+            with waiting():
+                got = self._lock.acquire(timeout=timeout)
+        if got:
+            lock_order.taken(self.name, self)
+        return got
 
     def release(self):
         self._lock.release()
+        lock_order.released(self)
 
     def __enter__(self):
         self.acquire()

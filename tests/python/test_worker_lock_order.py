@@ -71,3 +71,34 @@ def test_making_a_set_never_holds_the_problems_lock_while_it_waits_for_the_gpu_l
     maker.join(10)
     assert got, "the maker held the problem's lock while waiting for the GPU lock: a deadlock"
     assert made and made[0][1].shape == (4, 64)
+
+
+def test_a_lock_taken_against_the_order_fails_before_it_waits(tmp_path):
+    import threading as th
+
+    import pytest
+    from kjudge_worker.lock_order import LockOrderError
+    from kjudge_worker.waits import CountedLock
+
+    problem, heavy = CountedLock("problem"), CountedLock("heavy_set", th.RLock())
+    gpu = GpuLock(str(tmp_path / "gpu.lock"), shared=True)
+    with problem:
+        with pytest.raises(LockOrderError, match="gpu lock while holding its problem lock"):
+            gpu.acquire()  # the old make_set's order
+    with gpu:
+        with pytest.raises(LockOrderError, match="gpu lock while holding its gpu lock"):
+            GpuLock(str(tmp_path / "gpu.lock"), shared=True).acquire()  # a second hold queues in the turnstile
+        with pytest.raises(LockOrderError, match="heavy_set lock while holding its gpu lock"):
+            heavy.acquire()
+        with problem:  # in order
+            pass
+    with heavy, heavy, gpu, problem:  # the heavy-set lock is reentrant; each in order
+        pass
+    with problem:  # released in full above: nothing is left held
+        pass
+    other = []
+    with problem:  # the order is per thread: another thread holds nothing
+        t = th.Thread(target=lambda: other.append(gpu.acquire() >= 0 and gpu.release() is None))
+        t.start()
+        t.join(10)
+    assert other == [True]

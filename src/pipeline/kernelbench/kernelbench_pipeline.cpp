@@ -297,6 +297,7 @@ Decision prepare_failure(const std::optional<json>& prepared, const std::string&
   // device full of the judge's own sets failed and quarantined a healthy H100)
   if (prepared->value("fault", "") == "resources")
     return node_fault("the trusted worker ran out of device memory making the sets: " + last_line(detail));
+  if (prepared->value("fault", "") == "worker") return node_fault("the trusted worker failed: " + last_line(detail));
   return job_fault("the reference failed: " + last_line(detail));
 }
 
