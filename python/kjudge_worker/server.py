@@ -1,7 +1,8 @@
 """The worker's control socket: kjudged connects, sends one JSON line, reads one JSON line back.
 Requests: ping, prepare (a job's sets, its baseline when asked, its candidate channel), results
 (what the candidate's channel saw; the job is then forgotten), forget, judge_seconds (a candidate's
-waits for the judge so far), prepare_waited (a prepare's waits for other jobs so far: waits.py).
+waits for the judge so far), prepare_waited (a prepare's waits for other jobs so far: waits.py),
+stacks (every thread's stack, logged before a worker that overran is killed).
 Each connection is served
 by its own thread, so the jobs of several slots overlap (only timed loops take the GPU lock)."""
 import json
@@ -10,6 +11,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 
 import torch
 
@@ -18,6 +20,18 @@ from kjudge_protocol import node_identity, numerics, transport, wire
 from . import lock_order, prepare_budget, problems, roofline, waits
 from .sm_clock import SmClock
 from .job import Heavy, Job, JobError
+
+
+STACKS_MAX_CHARS = 60000
+
+
+def thread_stacks():
+    """Every thread's stack, innermost frame last, for the log of a worker killed for overrunning:
+    a stall says where it waited (a lock, the device, a reference's own loop)."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    parts = [f"thread {names.get(ident, ident)}:\n" + "".join(traceback.format_stack(frame)[-12:])
+             for ident, frame in sys._current_frames().items()]
+    return "\n".join(parts)[-STACKS_MAX_CHARS:]
 
 
 class DeviceUnavailable(RuntimeError):
@@ -70,6 +84,8 @@ class Worker:
             with self.jobs_lock:
                 job = self.jobs.get(req.get("job_id"))
             return {"ok": True, "judge_seconds": job.judge_seconds_now() if job is not None else 0.0}
+        if op == "stacks":  # the daemon, before it kills a worker that overran: where each thread was
+            return {"ok": True, "stacks": thread_stacks()}
         if op == "forget":
             job = self.pop(req)
             job.wait_results(0)

@@ -44,7 +44,7 @@ def judged(reference, candidate, run_wall_ms, kernelbench_config=""):
     finally:
         shutil.rmtree(state, ignore_errors=True)
     assert p.stdout.strip(), p.stderr[-3000:]
-    return json.loads(p.stdout)
+    return {**json.loads(p.stdout), "_log": p.stderr}  # _log: the daemon's log lines
 
 
 def test_the_candidates_wait_for_the_judge_is_given_back_to_its_limit():
@@ -75,3 +75,6 @@ def test_a_reference_out_of_its_own_time_is_the_jobs_fault():
     assert r["status"] == "INVALID_JOB", r.get("message")
     assert "did not finish within its own budget of 4000 ms" in r["message"], r["message"]
     assert r["phaseSeconds"]["oracle.waited_for_others"] < 1.0, r["phaseSeconds"]
+    # before the worker is killed, where its threads were goes to the log: here the reference's draw
+    stacks = [json.loads(line) for line in r["_log"].splitlines() if '"worker.stacks"' in line]
+    assert stacks and "in get_inputs" in stacks[0]["stacks"], r["_log"][-3000:]

@@ -638,3 +638,10 @@ def test_a_prepares_wait_for_other_jobs_is_counted_and_its_own_time_is_not(worke
     assert behind > 0.5, behind    # queued behind ja, still waiting when asked
     assert running < 0.3, running  # ja's own reference is its own time
     assert ask(worker, {"op": "prepare_waited", "job_id": "jb"})["waited_seconds"] == 0.0  # done: not held
+
+
+def test_the_worker_tells_where_each_of_its_threads_is(worker):
+    """`stacks`: what kjudged logs before it kills a worker that overran."""
+    text = ask(worker, {"op": "stacks"})["stacks"]
+    assert "thread MainThread:" in text and "in serve" in text, text
+    assert "in thread_stacks" in text  # the thread answering, innermost frame last

@@ -273,6 +273,10 @@ json prepare_request(const KernelBenchRun& k, const json& sets, const KernelBenc
 // holds the worker, which goes. The reference's fault only when its own time ran out; a quarter
 // of it or more waiting (beyond what was given back: a stalled worker) is ours, judged again.
 Decision prepare_overran(KernelBenchRun& k, double waited_s, double elapsed_s) {
+  std::string why;  // where each of its threads was, for the log: a stall says what it waited for
+  if (const auto stacks = k.wjob->worker().request({{"op", "stacks"}}, std::chrono::seconds(5), &why))
+    log::warn("worker.stacks", {{"job_id", k.job.job_id()}, {"waited_s", waited_s}, {"elapsed_s", elapsed_s},
+                                {"stacks", stacks->value("stacks", "")}});
   k.wjob->worker().kill();
   if (waited_s >= 0.25 * elapsed_s)
     return node_fault(fmt::format("the trusted worker's prepare ran {:.0f} s, {:.0f} s of it waiting for other "
