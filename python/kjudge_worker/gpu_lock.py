@@ -19,7 +19,7 @@ from . import lock_order
 from .waits import waiting
 
 
-class GpuLock:
+class GpuLock(lock_order.OrderedLock):
     def __init__(self, path, shared=False):
         self.path, self.shared = path, shared
         self.fd = None
@@ -56,10 +56,3 @@ class GpuLock:
             self.fd = None
         self.held = False
         lock_order.released(self)
-
-    def __enter__(self):
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc):
-        self.release()

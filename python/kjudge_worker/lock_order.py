@@ -12,6 +12,17 @@ RANK = {"prepare_budget": 1, "heavy_set": 2, "device_peaks": 3, "gpu": 4, "probl
 _thread = threading.local()
 
 
+class OrderedLock:
+    """The worker's locks (GpuLock, waits.CountedLock): `with` takes one and gives it back."""
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
 class LockOrderError(RuntimeError):
     """A lock taken against the worker's order: a deadlock waiting for its timing."""
 

@@ -62,7 +62,7 @@ def waiting():
         clock._end()
 
 
-class CountedLock:
+class CountedLock(lock_order.OrderedLock):
     """A threading lock whose blocked acquisitions are waits (`waiting`), taken in the worker's
     lock order as `name` (lock_order.py)."""
 
@@ -83,10 +83,3 @@ class CountedLock:
     def release(self):
         self._lock.release()
         lock_order.released(self)
-
-    def __enter__(self):
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
