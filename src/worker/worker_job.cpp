@@ -48,11 +48,10 @@ std::optional<json> WorkerJob::prepare(json req, std::chrono::milliseconds timeo
   req["channel_path"] = channel_rel_ + "/sock";
   req["clock_path"] = "/job/" + clock_rel_;
   waited_s = 0.0;
-  const auto given_back = [&] {
+  auto reply = worker_->request(req, timeout, &why, [&] {
     waited_s = prepare_waited(std::chrono::seconds(5));
-    return std::min(std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 * waited_s)), most_given_back);
-  };
-  auto reply = worker_->request(req, timeout, &why, given_back);
+    return given_back(waited_s, most_given_back);
+  });
   open_in_worker_ = reply && reply->value("ok", false);
   return reply;
 }
@@ -63,16 +62,22 @@ std::optional<json> WorkerJob::results(std::chrono::milliseconds timeout, std::s
   return reply;
 }
 
-double WorkerJob::judge_seconds(std::chrono::milliseconds timeout) const {
+double WorkerJob::ask_seconds(const char* op, const char* key, std::chrono::milliseconds timeout) const {
   std::string why;
-  const auto reply = worker_->request({{"op", "judge_seconds"}, {"job_id", id_}}, timeout, &why);
-  return reply ? reply->value("judge_seconds", 0.0) : 0.0;
+  const auto reply = worker_->request({{"op", op}, {"job_id", id_}}, timeout, &why);
+  return reply ? reply->value(key, 0.0) : 0.0;
+}
+
+double WorkerJob::judge_seconds(std::chrono::milliseconds timeout) const {
+  return ask_seconds("judge_seconds", "judge_seconds", timeout);
 }
 
 double WorkerJob::prepare_waited(std::chrono::milliseconds timeout) const {
-  std::string why;
-  const auto reply = worker_->request({{"op", "prepare_waited"}, {"job_id", id_}}, timeout, &why);
-  return reply ? reply->value("waited_seconds", 0.0) : 0.0;
+  return ask_seconds("prepare_waited", "waited_seconds", timeout);
+}
+
+std::chrono::milliseconds given_back(double waited_s, std::chrono::milliseconds most) {
+  return std::min(std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 * waited_s)), most);
 }
 
 }  // namespace kj

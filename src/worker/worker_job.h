@@ -16,6 +16,9 @@
 
 namespace kj {
 
+// Seconds waited for others, given back to a limit: as whole milliseconds, at most `most`.
+std::chrono::milliseconds given_back(double waited_s, std::chrono::milliseconds most);
+
 class WorkerJob {
  public:
   WorkerJob(std::shared_ptr<TrustedWorker> worker, std::string job_id, const std::string& reference_py,
@@ -44,6 +47,9 @@ class WorkerJob {
   TrustedWorker& worker() { return *worker_; }
 
  private:
+  // The number `key` of the worker's answer to `op` about this job (0 when not answered in `timeout`).
+  double ask_seconds(const char* op, const char* key, std::chrono::milliseconds timeout) const;
+
   std::shared_ptr<TrustedWorker> worker_;
   std::string id_;
   std::string reference_rel_, channel_rel_, clock_rel_;

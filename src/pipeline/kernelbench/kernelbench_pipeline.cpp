@@ -373,10 +373,7 @@ HarnessRun candidate_role(const KernelBenchRun& k) {
   c.file_size_bytes = 1ull << 30;
   const WorkerJob* wjob = &*k.wjob;
   const auto most = std::chrono::milliseconds(std::uint64_t{kJudgeWaitGrantLimits} * k.limits.run_ms);
-  c.wall_extension = [wjob, most] {
-    const double waited_s = wjob->judge_seconds(std::chrono::seconds(5));
-    return std::min(std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 * waited_s)), most);
-  };
+  c.wall_extension = [wjob, most] { return given_back(wjob->judge_seconds(std::chrono::seconds(5)), most); };
   c.binds = k.built.binds;
   c.binds.push_back({(k.build_dir / "candidate.py").string(), "/candidate.py", false});
   c.binds.push_back({k.wjob->channel_dir().string(), "/chan", true});
