@@ -142,11 +142,18 @@ def _spike(v, gen, symmetric):
 VARIANTS = {"signflip": _signflip, "scale8": _scale8, "spike": _spike}
 
 
-def cast(values, dtype):
-    """Precision: floating inputs take the task's dtype, integer inputs stay integer."""
-    if dtype == torch.float32:
-        return values
-    return [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+def cast(values, dtype, every_tensor=False):
+    """Precision: floating inputs take the task's dtype; integer and bool inputs keep theirs.
+    every_tensor (compat): every tensor input takes it, as KernelBench's evaluator casts them (its
+    `_process_input_tensor`): a bool mask or int64 labels become floating there too.
+    Returns (values, notes): a note for each input whose dtype was not floating before."""
+    if dtype == torch.float32 and not every_tensor:
+        return values, []  # fp32 (the default): the problem's own dtypes, float64 included
+    def takes(v):
+        return isinstance(v, torch.Tensor) and (v.is_floating_point() or every_tensor) and v.dtype != dtype
+    notes = [f"input {k} cast from {str(v.dtype).replace('torch.', '')} to {str(dtype).replace('torch.', '')}"
+             for k, v in enumerate(values) if takes(v) and not v.is_floating_point()]
+    return [v.to(dtype) if takes(v) else v for v in values], notes
 
 
 PERTURB_WINDOW = 4096  # elements of a row searched for two non-zero values to swap

@@ -150,10 +150,11 @@ class Job:
     def variant_text(self, entry):
         """What set `entry` is, for the result: a fresh draw, or a variant and what it kept."""
         kind = entry.get("transform") or "none"
-        if self.problem.compat:
-            return "KernelBench trial" if not entry["timing_only"] else "KernelBench timing inputs"
-        head = "fresh draw" if kind == "none" else f"fresh draw, {kind}"
         notes = self.problem.variant_notes.get(kind, [])
+        if self.problem.compat:
+            head = "KernelBench trial" if not entry["timing_only"] else "KernelBench timing inputs"
+            return head + ("; " + "; ".join(notes) + " as KernelBench's evaluator does" if notes else "")
+        head = "fresh draw" if kind == "none" else f"fresh draw, {kind}"
         return head + ("; " + "; ".join(notes) if notes else "")
 
     def roofline(self):

@@ -92,8 +92,8 @@ class Problem:
                     values = kin.generate(self.module, int(seed), self.device, on_device=True)
                 values = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]
                 values, notes = kin.transform(values, transform, int(seed))
-                self.variant_notes[transform or "none"] = notes
-                values = kin.cast(values, self.dtype)
+                values, cast_notes = kin.cast(values, self.dtype, every_tensor=self.compat)
+                self.variant_notes[transform or "none"] = notes + cast_notes
                 with numerics.scoped(self.compat):
                     out = self.model(*values)
                 if type(out) is not torch.Tensor:

@@ -221,6 +221,39 @@ def test_a_reference_that_fails_is_reported_as_the_references_fault(worker):
     assert not rep["ok"] and rep["fault"] == "reference" and "boom" in rep["error"]
 
 
+MASKED_SUM = """import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x, mask):
+        return torch.cumsum(x * mask, dim=1)
+
+def get_inputs():
+    return [torch.randn(4, 64), torch.randint(0, 2, (4, 64)).bool()]
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("mode", ["strict", "compat"])
+def test_compat_casts_every_input_as_kernelbench_strict_keeps_the_declared_dtypes(worker, tmp_path, mode):
+    """KernelBench's evaluator casts every input tensor to the precision, a bool mask included;
+    compat is its verdict, so a candidate gets the mask as KernelBench's would, and the set says so."""
+    ref = tmp_path / "masked.py"
+    ref.write_text(MASKED_SUM)
+    rep = prepare(worker, job_id=f"m-{mode}", ref=ref, mode=mode, sets=[{"name": "declared", "seed": 11}])
+    assert rep["ok"], rep
+    chan = Channel(os.path.join(worker, f"chan/m-{mode}/sock"), torch.device("cpu"))
+    x, mask = chan.inputs(0)
+    chan.close()
+    assert x.dtype == torch.float32
+    if mode == "compat":
+        assert mask.dtype == torch.float32 and set(mask.unique().tolist()) <= {0.0, 1.0}
+        assert "input 1 cast from bool to float32 as KernelBench's evaluator does" in rep["sets"][0]["variant"], rep["sets"]
+    else:
+        assert mask.dtype == torch.bool and "cast" not in rep["sets"][0]["variant"], rep["sets"]
+
+
 def test_sets_are_cached_per_seed_and_shared_by_a_group(worker):
     assert prepare(worker, job_id="a")["ok"]
     ask(worker, {"op": "forget", "job_id": "a"})
