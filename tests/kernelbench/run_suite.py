@@ -69,15 +69,16 @@ def run_one(kjudge, config, job, backend, trials, sizes, compat, timeout, state_
 
 
 def subset(jobs):
-    """The anti-cheat cases all stay; honest candidates are kept for one task per category, which
-    still checks the legality lists against each kind of op without building every task."""
+    """Every cheat stays, once: a cheat file judged on several tasks (the same trick against
+    another op) is judged on its first task only. Every completion stays; honest candidates are
+    kept for one task per category, which still checks the legality lists against each kind of op
+    without building every task."""
     seen, out = set(), []
     for j in jobs:
-        category = j["task"]["id"].split("_")[0]
-        if j["expect"] != "OK" or j["kind"] == "completion" or category not in seen:
+        key = j["task"]["id"].split("_")[0] if j["expect"] == "OK" and j["kind"] == "candidate" else j["file"]
+        if j["kind"] == "completion" or key not in seen:
             out.append(j)
-            if j["expect"] == "OK" and j["kind"] == "candidate":
-                seen.add(category)
+            seen.add(key)
     return out
 
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
 
 
-# CI judges every cheat and one honest task per category; KJUDGE_KB_FULL=1 judges every task.
+# CI judges every cheat (each cheat file once) and one honest task per category; KJUDGE_KB_FULL=1 judges every task.
 FULL = os.environ.get("KJUDGE_KB_FULL") == "1"
 
 

@@ -19,7 +19,7 @@ from kjudge_protocol import input_contract as contract
 from kjudge_protocol import inputs as kin
 from kjudge_worker import compare, job, meaning, problems
 torch.set_num_threads(1)
-compare.CHUNK = contract.CHUNK = 1 << 20
+compare.CHUNK = contract.CHUNK = 1 << 18
 TOL = {"atol": 1e-2, "rtol": 1e-2, "scale_aware": True, "nan_equal": True}
 
 
@@ -71,13 +71,14 @@ print(max(peak[0], rss()) - base)
 # variant is one new tensor of the input's size; a check or a comparison allocates per chunk only
 BOUNDS = {"signflip": 1.2, "spike": 1.2, "compare": 0.1, "compare_wrong": 0.1, "identical": 0.1, "trivially_wrong": 0.1,
           "near_zero": 0.1, "constant_structure": 0.1, "fingerprint": 0.1, "simplex_structure": 0.1, "finite": 0.1}
-SMALL, LARGE = 2048, 8192  # rows of 8192 float32: 64 MB and 256 MB inputs, 16 and 64 chunks
+SMALL, LARGE = 512, 2048  # rows of 8192 float32: 16 MB and 64 MB inputs, 16 and 64 chunks of 1 MB
 
 
 def extra_bytes(op, rows):
-    # glibc's fixed mmap threshold: each block of 1 MB or more is mapped and unmapped on its own, so
-    # the resident size follows live memory (its dynamic threshold keeps freed chunks in the heap)
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 20)}
+    # glibc's fixed mmap threshold: each block of a quarter chunk or more is mapped and unmapped on
+    # its own, so the resident size follows live memory (its dynamic threshold keeps freed chunks in
+    # the heap)
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 18), "MALLOC_TRIM_THRESHOLD_": str(1 << 18)}
     out = subprocess.run([sys.executable, "-c", PROBE, str(ROOT / "python"), op, str(rows)], capture_output=True,
                          text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
