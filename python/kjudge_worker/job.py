@@ -20,6 +20,7 @@ from .meaning import Meaning, fingerprint
 from .problems import finite, nbytes
 from .sm_clock import SmClock
 from .steps import Steps
+from .waits import WaitClock
 
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
 POOL_MEMORY_SHARE = 0.1   # the timing pool's inputs, as a share of device memory (at least one set)
@@ -82,7 +83,7 @@ class Job:
         self.sm_clock = sm_clock or SmClock(torch.device("cpu"))  # no readings
         self.specs = []            # per set: name, index, seed, transform, timing_only, skipped
         self.handed = {}           # per set: the fingerprint of the inputs the candidate was given
-        self.request_began = None  # the channel request in service: when it began (judge_seconds_now)
+        self.judge_clock = WaitClock()  # the candidate's wait for the judge: requests served and in service
         self.results = {"sets": {}, "audits": {}, "flags": [], "lock_seconds": 0.0, "lock_wait_seconds": 0.0,
                         "judge_seconds": 0.0, "judge_seconds_by_request": {}, "settle_seconds": 0.0,
                         "worker_step_seconds": {}, "protocol_errors": [], "transport_errors": [], "worker_faults": []}
@@ -321,8 +322,8 @@ class Job:
                     if msg is None:
                         break
                     op = msg.get("op")
-                    began, faults, heavy_before = time.monotonic(), len(self.results["worker_faults"]), self.heavy.waited
-                    self.request_began = began
+                    faults, heavy_before = len(self.results["worker_faults"]), self.heavy.waited
+                    self.judge_clock.begin()
                     try:
                         if held_since is not None and op in ("inputs", "output", "audit"):
                             # the worker's GPU work waits for timed loops: asked inside one, it never starts
@@ -378,9 +379,8 @@ class Job:
                     finally:
                         # the candidate waited for the judge (sets, comparisons, GPU lock, the
                         # reference's loop beside its own): time of its limit that is not its own
-                        spent = time.monotonic() - began
-                        self.request_began = None
-                        self.results["judge_seconds"] += spent
+                        spent = self.judge_clock.end()
+                        self.results["judge_seconds"] = self.judge_clock.seconds_now()
                         self.note_judge_seconds(op, spent, self.heavy.waited - heavy_before)
                         for fd in fds:  # those no request took (take_output takes its own)
                             os.close(fd)
@@ -419,8 +419,7 @@ class Job:
     def judge_seconds_now(self):
         """The candidate's wait for the judge so far, the request in service included: the daemon
         gives it back to the candidate's wall limit (the node's time, not the candidate's)."""
-        began = self.request_began
-        return self.results["judge_seconds"] + (time.monotonic() - began if began is not None else 0.0)
+        return self.judge_clock.seconds_now()
 
     def note_judge_seconds(self, op, seconds, heavy_wait):
         """Where the candidate's wait for the judge went, per request kind, and how much of it was

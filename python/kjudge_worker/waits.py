@@ -27,14 +27,17 @@ class WaitClock:
             running = time.monotonic() - self._since if self._since is not None else 0.0
             return self._total + running
 
-    def _begin(self):
+    def begin(self):
         with self._lock:
             self._since = time.monotonic()
 
-    def _end(self):
+    def end(self):
+        """Ends the wait in progress; returns its seconds."""
         with self._lock:
-            self._total += time.monotonic() - self._since
+            spent = time.monotonic() - self._since
+            self._total += spent
             self._since = None
+            return spent
 
 
 @contextlib.contextmanager
@@ -55,11 +58,11 @@ def waiting():
     if clock is None:
         yield
         return
-    clock._begin()
+    clock.begin()
     try:
         yield
     finally:
-        clock._end()
+        clock.end()
 
 
 class CountedLock(lock_order.OrderedLock):

@@ -122,8 +122,14 @@ def test_the_daemon_can_ask_how_long_a_candidate_has_waited_for_the_judge(worker
     assert waited <= res["judge_seconds"] + 1e-9
 
     from kjudge_worker import job as worker_job
-    serving = types.SimpleNamespace(results={"judge_seconds": 2.0}, request_began=time.monotonic() - 5.0)
-    assert worker_job.Job.judge_seconds_now(serving) >= 7.0  # a request queued 5 s behind other jobs' sets
+    from kjudge_worker.waits import WaitClock
+    clock = WaitClock()
+    clock.begin()
+    time.sleep(0.05)
+    assert clock.end() >= 0.05  # a request served
+    clock.begin()
+    time.sleep(0.05)  # one in service, e.g. queued behind other jobs' sets
+    assert worker_job.Job.judge_seconds_now(types.SimpleNamespace(judge_clock=clock)) >= 0.1
 
 
 def test_outputs_are_compared_once_and_unknown_sets_are_refused(worker):
