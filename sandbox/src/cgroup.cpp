@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 namespace kjsandbox {
 using namespace cgroup_detail;
@@ -66,6 +67,27 @@ std::string cgroup_mode(std::string* why) {
   const Hierarchy& h = hierarchy();
   if (why) *why = h.why;
   return h.v2 ? "v2" : h.usable() ? "v1" : "";
+}
+
+std::optional<std::uint64_t> job_cpu_ns(pid_t pid) {
+  const Hierarchy& h = hierarchy();
+  const auto lines = read_text("/proc/" + std::to_string(pid) + "/cgroup");
+  if (!lines) return std::nullopt;
+  std::istringstream in(*lines);
+  for (std::string line; std::getline(in, line);) {  // id:controllers:path
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string ctrls = "," + line.substr(a + 1, b - a - 1) + ",";
+    const std::string name = line.substr(line.rfind('/') + 1);
+    if (name.rfind(kPrefix, 0) != 0 || name == kSupervisor) continue;  // not in one of our job cgroups
+    if (h.v2 && ctrls == ",,") {
+      const auto usec = read_key(h.v2_base + "/" + name + "/cpu.stat", "usage_usec");
+      return usec ? std::optional<std::uint64_t>(*usec * 1000) : std::nullopt;
+    }
+    if (!h.v2 && h.v1_base.count("cpuacct") && ctrls.find(",cpuacct,") != std::string::npos)
+      return read_u64(h.v1_base.at("cpuacct") + "/" + name + "/cpuacct.usage");
+  }
+  return std::nullopt;
 }
 
 int cleanup_stale_cgroups(std::string* log) {

@@ -32,21 +32,55 @@ v1::LaunchConfig launch(std::vector<uint32_t> grid, std::vector<uint32_t> block,
   return l;
 }
 
-// The daemon's clock on a native loop: [D] S T... E. The runner's device-ready mark before the loop
-// is allowed; any other extra mark voids the span (the overhead is then not subtracted).
-TEST(EngineChecks, HarnessOverheadFromTheLoopSpanAfterTheDeviceReadyMark) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
+// A runner's report of two timed calls of 1 ms each, and the daemon's clock `ms` after one moment.
+v1::RunnerReport two_calls_of_1ms() {
   v1::RunnerReport rep;
   rep.add_trial_ms(1.0);
   rep.add_trial_ms(1.0);
-  auto at = [&](double ms) { return t0 + std::chrono::microseconds(static_cast<long>(ms * 1000)); };
+  return rep;
+}
+std::chrono::steady_clock::time_point at(double ms) {
+  static const auto t0 = std::chrono::steady_clock::now();
+  return t0 + std::chrono::microseconds(static_cast<long>(ms * 1000));
+}
+
+// The daemon's clock on a native loop: [D] S T... E. The runner's device-ready mark before the loop
+// is allowed; any other extra mark voids the span (the overhead is then not subtracted).
+TEST(EngineChecks, HarnessOverheadFromTheLoopSpanAfterTheDeviceReadyMark) {
+  const v1::RunnerReport rep = two_calls_of_1ms();
   std::vector<kj::ClockMark> marks = {{'S', at(0)}, {'T', at(1.5)}, {'T', at(3)}, {'E', at(3)}};
   EXPECT_NEAR(kj::harness_overhead_per_call(rep, marks), 0.5, 1e-6);
   marks.insert(marks.begin(), kj::ClockMark{'D', at(-50)});
   EXPECT_NEAR(kj::harness_overhead_per_call(rep, marks), 0.5, 1e-6);
   marks.insert(marks.begin() + 2, kj::ClockMark{'D', at(1)});  // a second 'D' inside the loop
   EXPECT_EQ(kj::harness_overhead_per_call(rep, marks), 0.0);
+}
+
+// A loop's wait for a CPU counts only when the host, not the job, took the CPU: the CPU time of
+// the job's other tasks meanwhile is deducted (a kernel that keeps its own CPU busy earns nothing).
+TEST(CpuWait, OnlyTheHostsShareOfTheWaitIsExcused) {
+  const kj::CpuSample from{100'000'000, 5'000'000, 300'000'000};
+  kj::CpuSample to{110'000'000, 65'000'000, 310'000'000};  // 60 ms waited, the job ran only this thread
+  EXPECT_NEAR(kj::host_cpu_wait_ms(from, to), 60.0, 1e-9);
+  to.job_cpu_ns = 350'000'000;  // meanwhile the job's other tasks took 40 ms of CPU
+  EXPECT_NEAR(kj::host_cpu_wait_ms(from, to), 20.0, 1e-9);
+  to.job_cpu_ns = 400'000'000;  // they took more than the wait: nothing is excused
+  EXPECT_EQ(kj::host_cpu_wait_ms(from, to), 0.0);
+  to.job_cpu_ns = std::nullopt;  // the job's CPU time unknown: nothing is excused
+  EXPECT_EQ(kj::host_cpu_wait_ms(from, to), 0.0);
+}
+
+// The excused wait goes into the native loop's bound on the daemon's clock and out of a reference
+// loop's harness overhead.
+TEST(CpuWait, TheLoopsWaitIsLeftOutOfTheHarnessOverhead) {
+  const v1::RunnerReport rep = two_calls_of_1ms();
+  std::vector<kj::ClockMark> marks = {{'S', at(0), kj::CpuSample{0, 0, 0}},
+                                      {'T', at(1.5), std::nullopt},
+                                      {'T', at(53), std::nullopt},
+                                      {'E', at(53), kj::CpuSample{2'000'000, 50'000'000, 2'000'000}}};
+  EXPECT_NEAR(kj::harness_overhead_per_call(rep, marks), 0.5, 1e-6);  // (53 - 50 waited - 2) / 2
+  marks.back().cpu->job_cpu_ns = 52'000'000;  // the job's own tasks held the CPU: no wait excused
+  EXPECT_NEAR(kj::harness_overhead_per_call(rep, marks), 25.5, 1e-6);
 }
 
 TEST(CudaLaunch, AcceptsKernelAndHostModes) {

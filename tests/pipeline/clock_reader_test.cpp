@@ -41,6 +41,29 @@ TEST(ClockReader, AMarkKeepsItsSendTimeHoweverLateItIsRead) {
   EXPECT_LT(loops[0].span_ms, 250.0);  // not the 420 ms a late reader's own clock would add
 }
 
+// The kernel names the sender of each datagram (SO_PASSCRED): the loop's start and end marks carry
+// a sample of the sender's scheduling, the calls' marks none. This process is in no job cgroup,
+// so the job's CPU time is unknown (and no wait would be excused).
+TEST(ClockReader, TheLoopsEndsCarryASampleOfTheSender) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
+  const int on = 1;
+  ASSERT_EQ(::setsockopt(fds[0], SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)), 0);
+  ASSERT_EQ(::setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
+  ASSERT_EQ(::send(fds[1], "S", 1, 0), 1);
+  ASSERT_EQ(::send(fds[1], "TE", 2, 0), 2);
+  std::vector<kj::ClockMark> marks;
+  kj::drain_clock_socket(fds[0], marks);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_EQ(marks.size(), 3u);
+  ASSERT_TRUE(marks[0].cpu && marks[2].cpu);
+  EXPECT_FALSE(marks[1].cpu);
+  EXPECT_GT(marks[2].cpu->exec_ns, 0u);
+  EXPECT_GE(marks[2].cpu->exec_ns, marks[0].cpu->exec_ns);
+  EXPECT_FALSE(marks[2].cpu->job_cpu_ns);
+}
+
 // A candidate's process can reach the socket too: a flood is read and dropped past the bound, so
 // it costs the daemon no more memory than a legitimate loop's marks.
 TEST(ClockReader, AFloodOfMarksIsBounded) {

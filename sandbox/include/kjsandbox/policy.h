@@ -172,6 +172,11 @@ bool move_to_leaf(pid_t pid, const std::string& leaf, std::string* error);
 // Creates one job cgroup with memory and pids limits and removes it; false with the reason.
 bool probe_job_cgroup(std::string* error);
 
+// The CPU time (ns) charged so far to the job cgroup that holds `pid`, a process some run() of
+// this process started: its whole tree's, threads and children included (cpu.stat's usage_usec
+// on v2, cpuacct.usage on v1). nullopt when pid is not in such a cgroup (or has exited).
+std::optional<std::uint64_t> job_cpu_ns(pid_t pid);
+
 // "v2", "v1" or "" (no usable cgroup hierarchy), and why not, for doctor/tests.
 std::string cgroup_mode(std::string* why = nullptr);
 

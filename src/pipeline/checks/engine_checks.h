@@ -35,7 +35,8 @@ struct ForgedReportSlack {
 // The daemon's own clock over a timed loop against the call times the candidate's process
 // reported, for both pipelines. span_ms: the loop on the daemon's clock (nullopt: its marks are
 // missing or forged, SUSPICIOUS). outside_bound_ms: the most the loop may take on that clock
-// (time spent outside the measured region past it is SUSPICIOUS; nullopt: not checked). A report
+// (time spent outside the measured region past it is SUSPICIOUS; nullopt: not checked), to which
+// cpu_wait_ms adds the loop's wait for a CPU the host gave to others (cpu_wait.h). A report
 // beyond `forged` claims more time than passed: SUSPICIOUS (forged). Sets the performance fields
 // it compares.
 struct ClockCheck {
@@ -43,6 +44,7 @@ struct ClockCheck {
   double inprocess_sum_ms = 0;
   std::optional<double> outside_bound_ms;
   ForgedReportSlack forged;
+  double cpu_wait_ms = 0;
 };
 std::optional<Finding> check_daemon_clock(const ClockCheck& check, kjudge::v1::Result& r);
 
@@ -63,7 +65,8 @@ std::vector<unsigned> pick_audit_calls(unsigned below, unsigned count);
 
 
 // Harness time per timed call outside the timed region, from a clean (reference) run:
-// (daemon-clock span of the loop - in-process sum) / calls. 0 when the marks are unusable.
+// (daemon-clock span of the loop - its wait for a CPU - in-process sum) / calls. 0 when the marks
+// are unusable.
 double harness_overhead_per_call(const kjudge::v1::RunnerReport& report, const std::vector<ClockMark>& marks);
 
 double median_rel_ci_of(const kjudge::v1::RunnerReport& report);

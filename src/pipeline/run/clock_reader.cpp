@@ -26,17 +26,34 @@ namespace {
 
 // The kernel stamps on CLOCK_REALTIME; a mark's age on that clock, taken from steady_clock's now,
 // puts it on the steady clock the checks use (a wall-clock step only matters inside that age).
-steady_clock::time_point sent_at(msghdr& msg) {
+steady_clock::time_point on_steady_clock(const timespec& sent) {
   const auto now = steady_clock::now();
+  timespec real{};
+  ::clock_gettime(CLOCK_REALTIME, &real);
+  const nanoseconds age{(real.tv_sec - sent.tv_sec) * 1'000'000'000LL + (real.tv_nsec - sent.tv_nsec)};
+  return now - std::max(age, nanoseconds(0));
+}
+
+// A datagram's send time (now without a stamp) and its sender's pid (0 without credentials).
+struct Envelope {
+  steady_clock::time_point at = steady_clock::now();
+  pid_t pid = 0;
+};
+Envelope envelope_of(msghdr& msg) {
+  Envelope e;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
-    timespec sent{}, real{};
-    std::memcpy(&sent, CMSG_DATA(c), sizeof(sent));
-    ::clock_gettime(CLOCK_REALTIME, &real);
-    const nanoseconds age{(real.tv_sec - sent.tv_sec) * 1'000'000'000LL + (real.tv_nsec - sent.tv_nsec)};
-    return now - std::max(age, nanoseconds(0));
+    if (c->cmsg_level != SOL_SOCKET) continue;
+    if (c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec sent{};
+      std::memcpy(&sent, CMSG_DATA(c), sizeof(sent));
+      e.at = on_steady_clock(sent);
+    } else if (c->cmsg_type == SCM_CREDENTIALS) {
+      ucred who{};
+      std::memcpy(&who, CMSG_DATA(c), sizeof(who));
+      e.pid = who.pid;
+    }
   }
-  return now;
+  return e;
 }
 
 // sun_path holds 107 bytes; a longer job dir is reached through /proc/self/fd/<its fd>.
@@ -62,7 +79,7 @@ void bind_unix(int fd, const fs::path& path) {
 void drain_clock_socket(int fd, std::vector<ClockMark>& out) {
   // A loop sends a few datagrams (marks batched: clock_marks.h); 64 KiB holds the largest.
   static thread_local std::vector<char> buf(64 * 1024);
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec)) + CMSG_SPACE(sizeof(ucred))];
   for (;;) {
     iovec iov{buf.data(), buf.size()};
     msghdr msg{};
@@ -73,8 +90,12 @@ void drain_clock_socket(int fd, std::vector<ClockMark>& out) {
     const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
-    const auto at = sent_at(msg);
-    for (ssize_t i = 0; i < n && out.size() < kMaxClockMarks; ++i) out.push_back({buf[static_cast<std::size_t>(i)], at});
+    const Envelope e = envelope_of(msg);
+    for (ssize_t i = 0; i < n && out.size() < kMaxClockMarks; ++i) {
+      const char event = buf[static_cast<std::size_t>(i)];
+      out.push_back({event, e.at, std::nullopt});
+      if ((event == 'S' || event == 'E') && e.pid > 0) out.back().cpu = sample_cpu(e.pid);
+    }
   }
 }
 
@@ -86,6 +107,8 @@ ClockReader::ClockReader(const fs::path& socket_path) : path_(socket_path) {
   try {
     if (::setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) != 0)
       throw std::runtime_error(fmt::format("SO_TIMESTAMPNS: {}", std::strerror(errno)));
+    if (::setsockopt(fd_, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0)
+      throw std::runtime_error(fmt::format("SO_PASSCRED: {}", std::strerror(errno)));
     bind_unix(fd_, path_);
     if (::chmod(path_.c_str(), 0622) != 0) throw std::runtime_error("chmod " + path_.string() + " failed");
   } catch (...) {

@@ -1,7 +1,9 @@
 // The daemon's own clock over a timed loop. The loop's process sends its marks (one byte per
 // event: runner/clock_marks.h) as datagrams to a unix socket in its job dir; the kernel stamps
 // each datagram when it is sent (SO_TIMESTAMPNS), so a reader thread scheduled late on a loaded
-// node still sees when each mark was made, and a candidate cannot move the stamps.
+// node still sees when each mark was made, and a candidate cannot move the stamps. The kernel
+// also names the sender (SO_PASSCRED: a process without CAP_SYS_ADMIN can only give its own pid):
+// at a loop's start and end the reader samples what the scheduler did to it (cpu_wait.h).
 #pragma once
 
 #include <atomic>
@@ -9,13 +11,17 @@
 #include <cstddef>
 #include <filesystem>
 #include <thread>
+#include <optional>
 #include <vector>
+
+#include "pipeline/run/cpu_wait.h"
 
 namespace kj {
 
 struct ClockMark {
   char event;
   std::chrono::steady_clock::time_point at;  // when the mark was sent (the kernel's stamp)
+  std::optional<CpuSample> cpu{};             // 'S' and 'E': the sender, sampled as the mark arrived
 };
 
 // A loop makes at most max_trials (10,000) + 3 marks. A process that sends more is flooding the
@@ -23,7 +29,8 @@ struct ClockMark {
 inline constexpr std::size_t kMaxClockMarks = 100'000;
 
 // Reads every datagram waiting on fd (a socket with SO_TIMESTAMPNS on) and appends one mark per
-// byte, each at its datagram's send time, up to kMaxClockMarks in all. Returns without blocking.
+// byte, each at its datagram's send time, up to kMaxClockMarks in all; an 'S' or 'E' mark gets a
+// sample of its sender when the datagram carries credentials. Returns without blocking.
 void drain_clock_socket(int fd, std::vector<ClockMark>& out);
 
 // The daemon's end: the socket is bound (mode 0622, so a sandbox's uid may send) at construction,
