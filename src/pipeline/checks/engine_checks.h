@@ -65,8 +65,7 @@ std::vector<unsigned> pick_audit_calls(unsigned below, unsigned count);
 
 
 // Harness time per timed call outside the timed region, from a clean (reference) run:
-// (daemon-clock span of the loop - its wait for a CPU - in-process sum) / calls. 0 when the marks
-// are unusable.
+// (daemon-clock span of the loop - in-process sum) / calls. 0 when the marks are unusable.
 double harness_overhead_per_call(const kjudge::v1::RunnerReport& report, const std::vector<ClockMark>& marks);
 
 double median_rel_ci_of(const kjudge::v1::RunnerReport& report);

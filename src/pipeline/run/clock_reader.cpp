@@ -94,7 +94,11 @@ void drain_clock_socket(int fd, std::vector<ClockMark>& out) {
     for (ssize_t i = 0; i < n && out.size() < kMaxClockMarks; ++i) {
       const char event = buf[static_cast<std::size_t>(i)];
       out.push_back({event, e.at, std::nullopt});
-      if ((event == 'S' || event == 'E') && e.pid > 0) out.back().cpu = sample_cpu(e.pid);
+      if ((event == 'S' || event == 'E') && e.pid > 0) {
+        out.back().cpu = sample_cpu(e.pid);
+        if (out.back().cpu) out.back().cpu->read_late_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(
+            0, std::chrono::duration_cast<nanoseconds>(steady_clock::now() - e.at).count()));
+      }
     }
   }
 }

@@ -15,14 +15,18 @@ struct CpuSample {
   std::uint64_t exec_ns = 0;  // the main thread on a CPU
   std::uint64_t wait_ns = 0;  // the main thread runnable, waiting for a CPU
   std::optional<std::uint64_t> job_cpu_ns;  // every task of the job's cgroup on a CPU
+  std::uint64_t read_late_ns = 0;  // how long after its mark was sent the sample was taken
 };
 
 // nullopt when the process is gone or /proc does not say.
 std::optional<CpuSample> sample_cpu(pid_t pid);
 
-// The main thread's wait for a CPU between two samples that its own job did not cause, in ms:
-// the wait less the CPU time the job's other tasks took meanwhile (a process that keeps its own
-// CPU busy earns nothing). 0 without the job's CPU time in both samples.
+// The main thread's wait for a CPU between two marks that its own job did not cause, in ms: the
+// wait between the samples, and all of the time between the first mark and its sample (a reader
+// on a loaded host takes it late: the process may have waited all along), less the CPU time the
+// job's other tasks took meanwhile (a process that keeps its own CPU busy earns nothing). A late
+// second sample only adds wait after the loop, which is generous, never harsh. 0 without the
+// job's CPU time in both samples.
 double host_cpu_wait_ms(const CpuSample& from, const CpuSample& to);
 
 }  // namespace kj
