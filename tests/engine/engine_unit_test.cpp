@@ -93,6 +93,19 @@ TEST(CpuWait, TheReferencesOverheadKeepsItsWait) {
   EXPECT_NEAR(kj::harness_overhead_per_call(rep, marks), 25.5, 1e-6);  // (53 - 2) / 2
 }
 
+// A CUDA loop whose calls' host walls are twice their events and more is work on a private stream,
+// unless the loop's process waited for a CPU long enough to stretch the walls' median that far.
+TEST(CpuWait, AWaitForACpuIsNotDeviceWorkOffTheTimedStream) {
+  v1::RunnerReport rep;
+  rep.set_timing_method("cuda_events");
+  for (int i = 0; i < 20; ++i) rep.add_trial_ms(0.01);
+  v1::Result r;
+  EXPECT_FALSE(kj::check_side_streams(rep, 0.01, 0.06, 0.0, r));
+  EXPECT_TRUE(kj::check_side_streams(rep, 0.01, 0.3, 0.0, r));  // 0.23 ms a call unexplained
+  EXPECT_FALSE(kj::check_side_streams(rep, 0.01, 0.3, 3.0, r));  // 3 ms waited over 20 calls: up to 0.3 each
+  EXPECT_TRUE(kj::check_side_streams(rep, 0.01, 1.0, 3.0, r));
+}
+
 TEST(CudaLaunch, AcceptsKernelAndHostModes) {
   EXPECT_FALSE(rn::check_cuda_launch(launch({1024}, {256})));
   EXPECT_FALSE(rn::check_cuda_launch(launch({64, 64, 2}, {16, 16, 4}, 64 * 1024)));

@@ -64,6 +64,12 @@ std::uint64_t outputs_digest_of_dir(const kjudge::v1::NativeTask& task, const st
 std::vector<unsigned> pick_audit_calls(unsigned below, unsigned count);
 
 
+// Device work outside the events (private streams), CHEAT_STREAM: the host wall launch..device-wide
+// sync against the event time (medians per call) of a CUDA loop, past what the loop's wait for a
+// CPU (cpu_wait.h) can explain.
+std::optional<Finding> check_side_streams(const kjudge::v1::RunnerReport& rep, double med_ev, double med_wall,
+                                         double loop_cpu_wait_ms, kjudge::v1::Result& r);
+
 // Harness time per timed call outside the timed region, from a clean (reference) run:
 // (daemon-clock span of the loop - in-process sum) / calls. 0 when the marks are unusable.
 double harness_overhead_per_call(const kjudge::v1::RunnerReport& report, const std::vector<ClockMark>& marks);
