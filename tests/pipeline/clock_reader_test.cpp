@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -29,7 +30,8 @@ TEST(ClockReader, AMarkKeepsItsSendTimeHoweverLateItIsRead) {
   ASSERT_EQ(::send(fds[1], "TTE", 3, 0), 3);
   std::this_thread::sleep_for(300ms);  // the reader is late
   std::vector<kj::ClockMark> marks;
-  kj::drain_clock_socket(fds[0], marks);
+  int samples = kj::kMaxCpuSamples;
+  kj::drain_clock_socket(fds[0], marks, &samples);
   ::close(fds[0]);
   ::close(fds[1]);
   ASSERT_EQ(marks.size(), 4u);
@@ -53,7 +55,8 @@ TEST(ClockReader, TheLoopsEndsCarryASampleOfTheSender) {
   ASSERT_EQ(::send(fds[1], "S", 1, 0), 1);
   ASSERT_EQ(::send(fds[1], "TE", 2, 0), 2);
   std::vector<kj::ClockMark> marks;
-  kj::drain_clock_socket(fds[0], marks);
+  int samples = kj::kMaxCpuSamples;
+  kj::drain_clock_socket(fds[0], marks, &samples);
   ::close(fds[0]);
   ::close(fds[1]);
   ASSERT_EQ(marks.size(), 3u);
@@ -71,13 +74,36 @@ TEST(ClockReader, AFloodOfMarksIsBounded) {
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
   const std::string chunk(60'000, 'T');
   std::vector<kj::ClockMark> marks;
+  int samples = kj::kMaxCpuSamples;
   for (int i = 0; i < 4; ++i) {  // 240,000 bytes, drained as they come
     ASSERT_EQ(::send(fds[1], chunk.data(), chunk.size(), 0), static_cast<ssize_t>(chunk.size()));
-    kj::drain_clock_socket(fds[0], marks);
+    kj::drain_clock_socket(fds[0], marks, &samples);
   }
   ::close(fds[0]);
   ::close(fds[1]);
   EXPECT_EQ(marks.size(), kj::kMaxClockMarks);
+}
+
+// A candidate flooding the socket with loop starts costs the daemon at most kMaxCpuSamples reads of
+// /proc, and one per datagram: the marks are kept, the samples stop.
+TEST(ClockReader, AFloodOfLoopStartsIsSampledAFewTimesOnly) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
+  const int on = 1;
+  ASSERT_EQ(::setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
+  const std::string many_starts(1000, 'S');
+  std::vector<kj::ClockMark> marks;
+  int samples = kj::kMaxCpuSamples;
+  for (int i = 0; i < 40; ++i) {  // drained as they come, as the reader does
+    ASSERT_EQ(::send(fds[1], many_starts.data(), many_starts.size(), 0), 1000);
+    kj::drain_clock_socket(fds[0], marks, &samples);
+  }
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(marks.size(), 40'000u);
+  EXPECT_EQ(std::count_if(marks.begin(), marks.end(), [](const kj::ClockMark& m) { return m.cpu.has_value(); }),
+            kj::kMaxCpuSamples);
+  EXPECT_EQ(samples, 0);
 }
 
 // The runner's writer and the daemon's reader on a job dir whose path is longer than a unix

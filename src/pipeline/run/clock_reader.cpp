@@ -76,7 +76,7 @@ void bind_unix(int fd, const fs::path& path) {
 
 }  // namespace
 
-void drain_clock_socket(int fd, std::vector<ClockMark>& out) {
+void drain_clock_socket(int fd, std::vector<ClockMark>& out, int* samples_left) {
   // A loop sends a few datagrams (marks batched: clock_marks.h); 64 KiB holds the largest.
   static thread_local std::vector<char> buf(64 * 1024);
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec)) + CMSG_SPACE(sizeof(ucred))];
@@ -91,10 +91,13 @@ void drain_clock_socket(int fd, std::vector<ClockMark>& out) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     const Envelope e = envelope_of(msg);
+    bool sampled = false;
     for (ssize_t i = 0; i < n && out.size() < kMaxClockMarks; ++i) {
       const char event = buf[static_cast<std::size_t>(i)];
       out.push_back({event, e.at, std::nullopt});
-      if ((event == 'S' || event == 'E') && e.pid > 0) {
+      if ((event == 'S' || event == 'E') && e.pid > 0 && !sampled && *samples_left > 0) {
+        sampled = true;
+        --*samples_left;
         out.back().cpu = sample_cpu(e.pid);
         if (out.back().cpu) out.back().cpu->read_late_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(
             0, std::chrono::duration_cast<nanoseconds>(steady_clock::now() - e.at).count()));
@@ -123,9 +126,9 @@ ClockReader::ClockReader(const fs::path& socket_path) : path_(socket_path) {
     for (;;) {
       pollfd p{fd_, POLLIN, 0};
       ::poll(&p, 1, 10);
-      drain_clock_socket(fd_, got_);
+      drain_clock_socket(fd_, got_, &samples_left_);
       if (done_.load()) {
-        drain_clock_socket(fd_, got_);  // whatever arrived meanwhile
+        drain_clock_socket(fd_, got_, &samples_left_);  // whatever arrived meanwhile
         return;
       }
     }

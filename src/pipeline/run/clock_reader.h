@@ -28,10 +28,15 @@ struct ClockMark {
 // daemon: the marks past this bound are read and dropped (and the loop's marks then fail the check).
 inline constexpr std::size_t kMaxClockMarks = 100'000;
 
+// Samples of the sender a reader takes at most: a loop needs two; reading /proc for every 'S' a
+// flooding candidate sends would cost the daemon's CPU.
+inline constexpr int kMaxCpuSamples = 16;
+
 // Reads every datagram waiting on fd (a socket with SO_TIMESTAMPNS on) and appends one mark per
-// byte, each at its datagram's send time, up to kMaxClockMarks in all; an 'S' or 'E' mark gets a
-// sample of its sender when the datagram carries credentials. Returns without blocking.
-void drain_clock_socket(int fd, std::vector<ClockMark>& out);
+// byte, each at its datagram's send time, up to kMaxClockMarks in all; the first 'S' or 'E' mark
+// of a datagram that carries credentials gets a sample of its sender while *samples_left > 0
+// (each one taken counts it down). Returns without blocking.
+void drain_clock_socket(int fd, std::vector<ClockMark>& out, int* samples_left);
 
 // The daemon's end: the socket is bound (mode 0622, so a sandbox's uid may send) at construction,
 // before the sandbox starts; a thread drains it until finish().
@@ -49,6 +54,7 @@ class ClockReader {
   int fd_ = -1;
   std::atomic<bool> done_{false};
   std::vector<ClockMark> got_;
+  int samples_left_ = kMaxCpuSamples;
   std::thread reader_;
 };
 
