@@ -137,9 +137,10 @@ std::optional<Finding> check_daemon_clock(const ClockCheck& c, v1::Result& r) {
       add_flag(r, "outside_clock_disagrees");
       return suspicious_evidence(
           fmt::format("the daemon's clock saw {:.2f} ms for the timed loop, the kernel's "
-                      "process reported {:.2f} ms of calls (+ harness overhead): time is "
-                      "being spent outside the measured region",
-                      *c.span_ms, c.inprocess_sum_ms));
+                      "process reported {:.2f} ms of calls (+ harness overhead, + {:.2f} ms it waited "
+                      "for a CPU the host gave to others; {:.2f} ms allowed): time is being spent "
+                      "outside the measured region",
+                      *c.span_ms, c.inprocess_sum_ms, c.cpu_wait_ms, bound));
     }
   }
   if (c.inprocess_sum_ms > *c.span_ms * c.forged.factor + c.forged.slack_ms) {
