@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <thread>
 
@@ -69,6 +70,10 @@ TEST(HostLoad, APreemptedLoopIsNotTimeOutsideTheMeasuredRegion) {
   EXPECT_TRUE(loaded.performance().baseline_cached()) << "the bound must come from the quiet run";
   EXPECT_GT(loaded.performance().loop_cpu_wait_ms(), 0) << loaded.performance().DebugString();
   EXPECT_LE(loaded.performance().outside_wall_ms(), loaded.performance().outside_bound_ms());
+  const auto& p = loaded.performance();
+  std::printf("loop %.1f ms on the daemon's clock, bound %.1f ms of which %.1f ms waited for a CPU; quiet: %.1f / %.1f\n",
+              p.outside_wall_ms(), p.outside_bound_ms(), p.loop_cpu_wait_ms(), quiet.performance().outside_wall_ms(),
+              quiet.performance().outside_bound_ms());
 }
 
 }  // namespace
