@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 namespace kjsandbox {
 using namespace cgroup_detail;
@@ -71,14 +70,9 @@ std::string cgroup_mode(std::string* why) {
 
 std::optional<std::uint64_t> job_cpu_ns(pid_t pid) {
   const Hierarchy& h = hierarchy();
-  const auto lines = read_text("/proc/" + std::to_string(pid) + "/cgroup");
-  if (!lines) return std::nullopt;
-  std::istringstream in(*lines);
-  for (std::string line; std::getline(in, line);) {  // id:controllers:path
-    const auto a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string ctrls = "," + line.substr(a + 1, b - a - 1) + ",";
-    const std::string name = line.substr(line.rfind('/') + 1);
+  for (const auto& [controllers, path] : proc_cgroups(std::to_string(pid))) {
+    const std::string ctrls = "," + controllers + ",";
+    const std::string name = path.substr(path.rfind('/') + 1);
     if (name.rfind(kPrefix, 0) != 0 || name == kSupervisor) continue;  // not in one of our job cgroups
     if (h.v2 && ctrls == ",,") {
       const auto usec = read_key(h.v2_base + "/" + name + "/cpu.stat", "usage_usec");

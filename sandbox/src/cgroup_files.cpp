@@ -96,6 +96,17 @@ bool remove_dir(const std::string& dir) {
   return ::rmdir(dir.c_str()) == 0 || errno == ENOENT;
 }
 
+std::vector<ProcCgroup> proc_cgroups(const std::string& pid) {
+  std::vector<ProcCgroup> out;
+  std::ifstream in("/proc/" + pid + "/cgroup");
+  for (std::string line; std::getline(in, line);) {  // id:controllers:path
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    out.push_back({line.substr(a + 1, b - a - 1), line.substr(b + 1)});
+  }
+  return out;
+}
+
 std::vector<pid_t> procs_of(const std::string& dir) {
   std::vector<pid_t> out;
   auto t = read_text(dir + "/cgroup.procs");
@@ -138,14 +149,9 @@ Hierarchy discover() {
           if (o == c && !v1_mount.count(c)) v1_mount[c] = mount_point;
     }
   }
-  // /proc/self/cgroup: id:controllers:path
   std::map<std::string, std::string> v1_path;
   std::string v2_path;
-  std::ifstream cg("/proc/self/cgroup");
-  for (std::string line; std::getline(cg, line);) {
-    auto a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+  for (const auto& [ctrls, path] : proc_cgroups("self")) {
     if (ctrls.empty()) v2_path = path;
     std::istringstream cs(ctrls);
     for (std::string c; std::getline(cs, c, ',');) v1_path[c] = path;

@@ -30,6 +30,13 @@ bool is_dir(const std::string& p);
 std::nullptr_t no_cgroup(std::string* error, const std::string& what, int err);
 // rmdir, retried while the cgroup still holds (dying) tasks
 bool remove_dir(const std::string& dir);
+// The lines of /proc/<pid>/cgroup ("self" for this process): a hierarchy's controllers
+// ("memory" or "cpu,cpuacct" on v1; empty on v2) and the cgroup's path in it.
+struct ProcCgroup {
+  std::string controllers;
+  std::string path;
+};
+std::vector<ProcCgroup> proc_cgroups(const std::string& pid);
 std::vector<pid_t> procs_of(const std::string& dir);
 std::vector<std::string> subdirs(const std::string& dir);
 
