@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -18,22 +20,38 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// The clock socket as a datagram pair: the daemon's end with the options given (those the reader
+// sets), the sender's end; drain() reads what has arrived, as the reader does.
+struct ClockPair {
+  int fds[2] = {-1, -1};
+  int samples = kj::kMaxCpuSamples;
+  std::vector<kj::ClockMark> marks;
+  explicit ClockPair(std::initializer_list<int> options) {
+    if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds) != 0) throw std::runtime_error("socketpair");
+    const int on = 1;
+    for (int option : options)
+      if (::setsockopt(fds[0], SOL_SOCKET, option, &on, sizeof(on)) != 0) throw std::runtime_error("setsockopt");
+  }
+  ~ClockPair() {
+    ::close(fds[0]);
+    ::close(fds[1]);
+  }
+  ClockPair(const ClockPair&) = delete;
+  ClockPair& operator=(const ClockPair&) = delete;
+  ssize_t send(const std::string& bytes) { return ::send(fds[1], bytes.data(), bytes.size(), 0); }
+  void drain() { kj::drain_clock_socket(fds[0], marks, &samples); }
+};
+
 // The flaw this replaces: a reader that stamps bytes when it reads them saw 0 ms here, and a
 // reader delayed on a loaded host stretched a loop's span by its delay (a false SUSPICIOUS).
 TEST(ClockReader, AMarkKeepsItsSendTimeHoweverLateItIsRead) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
-  const int on = 1;
-  ASSERT_EQ(::setsockopt(fds[0], SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)), 0);
-  ASSERT_EQ(::send(fds[1], "S", 1, 0), 1);
+  ClockPair clock({SO_TIMESTAMPNS});
+  ASSERT_EQ(clock.send("S"), 1);
   std::this_thread::sleep_for(120ms);
-  ASSERT_EQ(::send(fds[1], "TTE", 3, 0), 3);
+  ASSERT_EQ(clock.send("TTE"), 3);
   std::this_thread::sleep_for(300ms);  // the reader is late
-  std::vector<kj::ClockMark> marks;
-  int samples = kj::kMaxCpuSamples;
-  kj::drain_clock_socket(fds[0], marks, &samples);
-  ::close(fds[0]);
-  ::close(fds[1]);
+  clock.drain();
+  const auto& marks = clock.marks;
   ASSERT_EQ(marks.size(), 4u);
   EXPECT_EQ(std::string({marks[0].event, marks[1].event, marks[2].event, marks[3].event}), "STTE");
   const auto loops = kj::timed_loops(marks);
@@ -47,18 +65,11 @@ TEST(ClockReader, AMarkKeepsItsSendTimeHoweverLateItIsRead) {
 // a sample of the sender's scheduling, the calls' marks none. This process is in no job cgroup,
 // so the job's CPU time is unknown (and no wait would be excused).
 TEST(ClockReader, TheLoopsEndsCarryASampleOfTheSender) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
-  const int on = 1;
-  ASSERT_EQ(::setsockopt(fds[0], SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)), 0);
-  ASSERT_EQ(::setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
-  ASSERT_EQ(::send(fds[1], "S", 1, 0), 1);
-  ASSERT_EQ(::send(fds[1], "TE", 2, 0), 2);
-  std::vector<kj::ClockMark> marks;
-  int samples = kj::kMaxCpuSamples;
-  kj::drain_clock_socket(fds[0], marks, &samples);
-  ::close(fds[0]);
-  ::close(fds[1]);
+  ClockPair clock({SO_TIMESTAMPNS, SO_PASSCRED});
+  ASSERT_EQ(clock.send("S"), 1);
+  ASSERT_EQ(clock.send("TE"), 2);
+  clock.drain();
+  const auto& marks = clock.marks;
   ASSERT_EQ(marks.size(), 3u);
   ASSERT_TRUE(marks[0].cpu && marks[2].cpu);
   EXPECT_FALSE(marks[1].cpu);
@@ -70,40 +81,29 @@ TEST(ClockReader, TheLoopsEndsCarryASampleOfTheSender) {
 // A candidate's process can reach the socket too: a flood is read and dropped past the bound, so
 // it costs the daemon no more memory than a legitimate loop's marks.
 TEST(ClockReader, AFloodOfMarksIsBounded) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
+  ClockPair clock({});
   const std::string chunk(60'000, 'T');
-  std::vector<kj::ClockMark> marks;
-  int samples = kj::kMaxCpuSamples;
   for (int i = 0; i < 4; ++i) {  // 240,000 bytes, drained as they come
-    ASSERT_EQ(::send(fds[1], chunk.data(), chunk.size(), 0), static_cast<ssize_t>(chunk.size()));
-    kj::drain_clock_socket(fds[0], marks, &samples);
+    ASSERT_EQ(clock.send(chunk), static_cast<ssize_t>(chunk.size()));
+    clock.drain();
   }
-  ::close(fds[0]);
-  ::close(fds[1]);
-  EXPECT_EQ(marks.size(), kj::kMaxClockMarks);
+  EXPECT_EQ(clock.marks.size(), kj::kMaxClockMarks);
 }
 
 // A candidate flooding the socket with loop starts costs the daemon at most kMaxCpuSamples reads of
 // /proc, and one per datagram: the marks are kept, the samples stop.
 TEST(ClockReader, AFloodOfLoopStartsIsSampledAFewTimesOnly) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds), 0);
-  const int on = 1;
-  ASSERT_EQ(::setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
+  ClockPair clock({SO_PASSCRED});
   const std::string many_starts(1000, 'S');
-  std::vector<kj::ClockMark> marks;
-  int samples = kj::kMaxCpuSamples;
   for (int i = 0; i < 40; ++i) {  // drained as they come, as the reader does
-    ASSERT_EQ(::send(fds[1], many_starts.data(), many_starts.size(), 0), 1000);
-    kj::drain_clock_socket(fds[0], marks, &samples);
+    ASSERT_EQ(clock.send(many_starts), 1000);
+    clock.drain();
   }
-  ::close(fds[0]);
-  ::close(fds[1]);
+  const auto& marks = clock.marks;
   EXPECT_EQ(marks.size(), 40'000u);
   EXPECT_EQ(std::count_if(marks.begin(), marks.end(), [](const kj::ClockMark& m) { return m.cpu.has_value(); }),
             kj::kMaxCpuSamples);
-  EXPECT_EQ(samples, 0);
+  EXPECT_EQ(clock.samples, 0);
 }
 
 // The runner's writer and the daemon's reader on a job dir whose path is longer than a unix
