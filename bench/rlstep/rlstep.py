@@ -19,6 +19,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -150,8 +151,9 @@ def step_b_judge(a):
     """The GPU phase on GPUs 0..--gpus-1: the jobs b-build queued, or (--resubmit, a later GPU
     phase) the batch submitted again, its builds then all in the store."""
     judge = QueueJudge(a.redis, TENANT, a.kjudge)
-    step = "b-g%d" % a.gpus
-    with Window(a.out, "b-judge-g%d" % a.gpus):
+    label = a.label or "g%d" % a.gpus
+    step = "b-" + label
+    with Window(a.out, "b-judge-" + label):
         if a.resubmit:
             jobs = submit_all(a, judge, step)
         else:
@@ -232,10 +234,14 @@ def gpu_share(smi, start, end, gpus=1):
 
 def run_names(windows):
     """(name, the steps whose windows make its makespan, the step whose rows are its verdicts, GPUs
-    it ran on) per run. Run b has one GPU phase per GPU count (b-judge-g<n>, rows b-g<n>)."""
+    it ran on) per run. Run b has one GPU phase per GPU count and setting (b-judge-g<n>[-share<x>],
+    rows b-g<n>[-share<x>]), in the order they ran."""
     runs = [("a: kjudge alone", ["a"], "a", 1), ("b: builds supplied (build phase)", ["b-build"], None, 1)]
-    for n in sorted({int(w["step"][len("b-judge-g"):]) for w in windows if w["step"].startswith("b-judge-g")}):
-        runs.append(("b: builds supplied (GPU phase, %d GPU%s)" % (n, "s" if n > 1 else ""), ["b-judge-g%d" % n], "b-g%d" % n, n))
+    for label in dict.fromkeys(w["step"][len("b-judge-"):] for w in windows if w["step"].startswith("b-judge-g")):
+        n = int(re.match(r"g(\d+)", label).group(1))
+        share = label.partition("-share")[2]
+        runs.append(("b: builds supplied (GPU phase, %d GPU%s%s)" % (n, "s" if n > 1 else "", ", candidate share " + share if share else ""),
+                     ["b-judge-" + label], "b-" + label, n))
     return runs + [("c: KernelBench (builds, then evaluation)", ["c-build", "c-eval"], "c", 1)]
 
 
@@ -357,6 +363,7 @@ def main():
     ap.add_argument("--timeout-s", type=int, default=3600)
     ap.add_argument("--stall-s", type=int, default=180)
     ap.add_argument("--gpus", type=int, default=1, help="b-judge: the judging node's GPUs (0..gpus-1)")
+    ap.add_argument("--label", default="", help="b-judge: names its rows b-<label> (default g<gpus>; the run adds -share<x>)")
     ap.add_argument("--resubmit", action="store_true", help="b-judge: submit the batch again (a later GPU phase)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)

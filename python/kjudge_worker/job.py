@@ -181,7 +181,10 @@ class Job:
         """Device memory one candidate of this job causes at its peak (the worker's copies it is
         handed included): its model's parameters (as many bytes as the reference's: it draws them
         under the same seed), then a set's inputs, its output and the poisoned block before it, or
-        the timing pool's inputs with the outputs of two calls and the audited ones it keeps."""
+        the timing pool's inputs with the outputs of two calls and the audited ones it keeps.
+        0 off a GPU: the cpu backend has no device memory to admit candidates by."""
+        if not self.heavy.total:
+            return 0
         in_max = max((e["input_nbytes"] for e in self.specs), default=0)
         out_max = max((e["output_nbytes"] for e in self.specs), default=0)
         pool_in = sum(self.specs[k]["input_nbytes"] for k in self.pool)

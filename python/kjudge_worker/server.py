@@ -17,7 +17,7 @@ import torch
 
 from kjudge_protocol import node_identity, numerics, transport, wire
 
-from . import lock_order, prepare_budget, problems, roofline, waits
+from . import candidate_share, lock_order, prepare_budget, problems, roofline, waits
 from .sm_clock import SmClock
 from .job import Heavy, Job, JobError
 
@@ -149,7 +149,10 @@ class Worker:
                 report = job.prepare()
             finally:  # out of memory too: the blocks go back for the other jobs and the canary
                 transport.release_cached(self.device)
-        report["device_total_bytes"] = self.total_bytes if self.device.type == "cuda" else 0
+        gpu_total = self.total_bytes if self.device.type == "cuda" else 0
+        report["device_total_bytes"] = gpu_total
+        report["candidate_capacity_bytes"] = candidate_share.candidate_capacity(
+            gpu_total, self.cache.budget, self.preparing.capacity)
         phases["sets"] = time.perf_counter() - t0 - phases["reference_init"] - phases["prepare_wait"]
         report.update({"ok": True, "node_identity": self.identity, "torch_version": torch.__version__,
                        "device_name": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"})

@@ -122,6 +122,9 @@ struct KernelBenchConfig {
   std::uint32_t reference_wall_ms = 300'000;
   double worker_cache_fraction = 0.2;
   std::uint32_t worker_idle_seconds = 600;
+  // The share of device memory the running candidates may hold together; 0: what the worker
+  // leaves them (python/kjudge_worker/candidate_share.py), a set share for a GPU shared with others.
+  double candidate_device_share = 0;
 };
 
 // The shared build store and build-only nodes (docs/operator-guide.md, *Build nodes*).

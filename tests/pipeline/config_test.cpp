@@ -68,6 +68,17 @@ TEST(Config, PchVariantsAllThreeByDefaultOrAListOfKnownLevels) {
   }
 }
 
+TEST(Config, CandidateDeviceShareTheWorkersByDefaultOrASetShare) {
+  EXPECT_EQ(kj::load_config(std::nullopt).kernelbench.candidate_device_share, 0.0);  // 0: what the worker leaves
+  TempDir d;
+  write(d.path / "kjudged.toml", "[kernelbench]\ncandidate_device_share = 0.25\n");
+  EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.candidate_device_share, 0.25);
+  for (const char* bad : {"-0.1", "0.95", "\"half\""}) {
+    write(d.path / "kjudged.toml", std::string("[kernelbench]\ncandidate_device_share = ") + bad + "\n");
+    EXPECT_THROW(kj::load_config(d.path / "kjudged.toml"), std::runtime_error) << bad;
+  }
+}
+
 TEST(Config, FileThenDropInsInNameOrder) {
   TempDir d;
   write(d.path / "kjudged.toml", "[daemon]\nworkers = 4\nnode = \"n1\"\n[redis]\nurl = \"unix:///x.sock\"\n");

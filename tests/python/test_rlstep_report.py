@@ -84,3 +84,21 @@ def test_where_the_gpu_phase_goes_is_a_table_of_its_phases(tmp_path):
     assert "| device_memory_wait | 2.50 | 3.00 | 16 |" in table  # run a's 99 s is not b's
     assert "| worker.compare | 1.00 | 1.00 | 4 |" in table
     assert "judge_wait.output" not in table  # no row has it
+
+
+def test_gpu_phases_of_one_gpu_count_and_two_admissions_are_two_runs(tmp_path):
+    """B_GPUS="1:0.3 1": the same batch judged with a set candidate share, then with the worker's:
+    two runs of one GPU each, named by their setting, in the order they ran."""
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps([{"candidate": "c%d.py" % i, "problem": "p"} for i in range(4)]))
+    write_jsonl(tmp_path / "windows.jsonl", [
+        {"step": "b-judge-g1-share0.3", "start": 1000, "end": 1040, "cpu_s": 0},
+        {"step": "b-judge-g1", "start": 2000, "end": 2020, "cpu_s": 0}])
+    write_jsonl(tmp_path / "rows.jsonl", [{"step": "b-g1-share0.3", "verdict": "OK"}] * 4 + [{"step": "b-g1", "verdict": "OK"}] * 4)
+    (tmp_path / "smi.csv").write_text("")
+    subprocess.run([sys.executable, os.path.join(REPO, "bench", "rlstep", "rlstep.py"), "report", "--manifest", str(manifest),
+                    "--dataset", str(tmp_path), "--out", str(tmp_path)], check=True, capture_output=True)
+    runs = [r for r in json.load(open(tmp_path / "results.json"))["runs"] if r["step"] and r["step"].startswith("b-")]
+    assert [(r["run"], r["per_hour_per_gpu"]) for r in runs] == [
+        ("b: builds supplied (GPU phase, 1 GPU, candidate share 0.3)", 4 / 40 * 3600),
+        ("b: builds supplied (GPU phase, 1 GPU)", 4 / 20 * 3600)]

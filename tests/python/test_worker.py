@@ -684,3 +684,23 @@ def test_the_worker_tells_where_each_of_its_threads_is(worker):
     text = ask(worker, {"op": "stacks"})["stacks"]
     assert "thread MainThread:" in text and "in serve" in text, text
     assert "in thread_stacks" in text  # the thread answering, innermost frame last
+
+
+def test_off_a_gpu_candidates_are_not_admitted_by_device_memory():
+    # the cpu backend's candidates all run at once (an estimate against no capacity ran them one at a time)
+    job = sized_job(0, [(1 << 20, 1 << 20)])
+    job.pool, job.audits = [0], []
+    assert job.candidate_bytes() == 0
+
+
+def test_a_larger_device_gives_candidates_a_larger_share():
+    from kjudge_worker.candidate_share import MIN_SHARE, candidate_capacity
+    gib = 1 << 30
+
+    def share(total_gib):  # the worker's own cache (0.2) and preparations (0.2), as it runs by default
+        total = total_gib * gib
+        return candidate_capacity(total, int(0.2 * total), int(0.2 * total)) / total
+    assert share(79.2) == pytest.approx(MIN_SHARE)  # an H100 keeps the share it was judged at
+    assert 0.42 < share(140.4) < 0.44  # an H200: its cache and preparations grow, the fixed part does not
+    assert share(23.6) == pytest.approx(MIN_SHARE)  # a small card never goes below it
+    assert candidate_capacity(0, 0, 0) == 0  # no GPU: no admission

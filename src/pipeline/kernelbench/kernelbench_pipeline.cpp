@@ -54,10 +54,6 @@ constexpr unsigned kKernelBenchAudits = 3;
 // for the judge, the reference's for other jobs' work in the worker, are given back, up to this
 // many limits more (a judge that stalls for good still ends the run).
 constexpr std::uint32_t kJudgeWaitGrantLimits = 2;
-// Candidates together get this share of the device, each as much as the worker estimates for its
-// job (its input copies, outputs, timing pool); the rest is the worker's cache, its one large set in
-// use at a time, the contexts and torch's allocator slack.
-constexpr double kCandidateDeviceShare = 0.3;  // 0.5 ran H100s out of memory with 6.4 GB sets and 16 slots
 
 const char* precision_name(v1::Precision p) {
   switch (p) {
@@ -401,6 +397,14 @@ HarnessRun candidate_role(const KernelBenchRun& k) {
 // The device's memory as the worker's prepare saw it (0 on the cpu backend).
 std::uint64_t device_total_bytes(const KernelBenchRun& k) { return k.orep.value("device_total_bytes", std::uint64_t{0}); }
 
+// What the running candidates may hold of the device together: the operator's share, else what
+// the worker leaves them.
+std::uint64_t candidate_capacity(const KernelBenchRun& k) {
+  if (const double share = k.cfg.kernelbench.candidate_device_share; share > 0)
+    return static_cast<std::uint64_t>(share * static_cast<double>(device_total_bytes(k)));
+  return k.orep.value("candidate_capacity_bytes", std::uint64_t{0});
+}
+
 // The admission's estimate beside what the candidate's torch allocated at its peak (the worker's
 // shared sets not included): how far the estimate is from a real candidate's use.
 void log_device_memory(const KernelBenchRun& k) {
@@ -417,11 +421,11 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
   k.timing["audit_calls"] = k.orep.value("audits", json::array());  // the worker may keep fewer (device memory)
   const HarnessRun c = candidate_role(k);
   // Device memory: the candidate's copies of a set, its output and its timing pool, admitted
-  // beside the other running candidates (waiting here is the node's time, not the candidate's).
+  // beside the other running candidates within what the worker leaves them (its cache and its
+  // preparations are its own: candidate_share.py); waiting here is the node's time, not the candidate's.
   if (!k.device_hold)
-    k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(
-        k.orep.value("candidate_device_bytes", std::uint64_t{0}),
-        static_cast<std::uint64_t>(kCandidateDeviceShare * static_cast<double>(device_total_bytes(k))), &k.device_wait));
+    k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(k.orep.value("candidate_device_bytes", std::uint64_t{0}),
+                                                                  candidate_capacity(k), &k.device_wait));
   (*r.mutable_phase_seconds())["device_memory_wait"] = k.device_wait;
   {
     // The daemon's clock: the sockets the candidate's harness and the worker (the reference's
