@@ -23,16 +23,22 @@ def write_jsonl(path, rows):
         f.writelines(json.dumps(r) + "\n" for r in rows)
 
 
+def report(tmp_path, n, windows, rows, *args):
+    """rlstep.py report over a batch of n candidates with these windows and rows."""
+    (tmp_path / "manifest.json").write_text(json.dumps([{"candidate": "c%d.py" % i, "problem": "p"} for i in range(n)]))
+    write_jsonl(tmp_path / "windows.jsonl", windows)
+    write_jsonl(tmp_path / "rows.jsonl", rows)
+    subprocess.run([sys.executable, os.path.join(REPO, "bench", "rlstep", "rlstep.py"), "report", "--manifest",
+                    str(tmp_path / "manifest.json"), "--dataset", str(tmp_path), "--out", str(tmp_path), *args],
+                   check=True, capture_output=True)
+
+
 def test_report_counts_c_on_its_subset(tmp_path):
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(json.dumps([{"candidate": "c%d.py" % i, "problem": "p"} for i in range(8)]))
-    write_jsonl(tmp_path / "windows.jsonl", [
+    report(tmp_path, 8, [
         {"step": "a", "start": 0, "end": 100, "cpu_s": 800},
         {"step": "c-build", "start": 200, "end": 220, "cpu_s": 100},
-        {"step": "c-eval", "start": 220, "end": 260, "cpu_s": 60}])
-    write_jsonl(tmp_path / "rows.jsonl", [{"step": "a", "verdict": "OK"}] * 8 + [{"step": "c", "verdict": "OK"}] * 2)
-    subprocess.run([sys.executable, os.path.join(REPO, "bench", "rlstep", "rlstep.py"), "report", "--manifest", str(manifest),
-                    "--dataset", str(tmp_path), "--out", str(tmp_path), "--kb-n", "2"], check=True, capture_output=True)
+        {"step": "c-eval", "start": 220, "end": 260, "cpu_s": 60}],
+        [{"step": "a", "verdict": "OK"}] * 8 + [{"step": "c", "verdict": "OK"}] * 2, "--kb-n", "2")
     runs = {r["run"][0]: r for r in json.load(open(tmp_path / "results.json"))["runs"]}
     assert (runs["a"]["candidates"], runs["a"]["judged"], runs["a"]["cpu_s_per_candidate"]) == (8, 8, 100)
     assert (runs["c"]["candidates"], runs["c"]["judged"], runs["c"]["cpu_s_per_candidate"]) == (2, 2, 80)
@@ -45,12 +51,6 @@ def test_report_counts_c_on_its_subset(tmp_path):
 def test_gpu_phases_count_their_own_gpus(tmp_path):
     """b's GPU phases on 1 and 4 GPUs: each its own rate per GPU and busy share over its GPUs only,
     and the scaling line compares their whole-node rates."""
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(json.dumps([{"candidate": "c%d.py" % i, "problem": "p"} for i in range(8)]))
-    write_jsonl(tmp_path / "windows.jsonl", [
-        {"step": "b-judge-g1", "start": 1000, "end": 1080, "cpu_s": 0},
-        {"step": "b-judge-g4", "start": 2000, "end": 2040, "cpu_s": 0}])
-    write_jsonl(tmp_path / "rows.jsonl", [{"step": "b-g1", "verdict": "OK"}] * 8 + [{"step": "b-g4", "verdict": "OK"}] * 8)
     # GPU 0 busy in both windows, GPUs 1-3 idle in the first (not its GPUs) and half busy in the second
     stamp = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
     lines = []
@@ -59,8 +59,9 @@ def test_gpu_phases_count_their_own_gpus(tmp_path):
     for i, t in enumerate(range(2000, 2040, 10)):
         lines += ["%s, %d, %d, 100" % (stamp(t), g, 80 if g == 0 or i % 2 else 0) for g in range(4)]
     (tmp_path / "smi.csv").write_text("\n".join(lines) + "\n")
-    subprocess.run([sys.executable, os.path.join(REPO, "bench", "rlstep", "rlstep.py"), "report", "--manifest", str(manifest),
-                    "--dataset", str(tmp_path), "--out", str(tmp_path)], check=True, capture_output=True)
+    report(tmp_path, 8, [{"step": "b-judge-g1", "start": 1000, "end": 1080, "cpu_s": 0},
+                         {"step": "b-judge-g4", "start": 2000, "end": 2040, "cpu_s": 0}],
+           [{"step": "b-g1", "verdict": "OK"}] * 8 + [{"step": "b-g4", "verdict": "OK"}] * 8)
     runs = {r["gpus"]: r for r in json.load(open(tmp_path / "results.json"))["runs"]}
     assert runs[1]["per_hour_per_gpu"] == 8 / 80 * 3600 and runs[1]["gpu_busy_share"] == 1.0
     assert runs[4]["per_hour_per_gpu"] == 8 / 40 * 3600 / 4
@@ -71,14 +72,10 @@ def test_gpu_phases_count_their_own_gpus(tmp_path):
 def test_where_the_gpu_phase_goes_is_a_table_of_its_phases(tmp_path):
     """Each GPU phase of run b gets the median, p90 and sum of its candidates' waits and stages,
     the worker's own steps included, over that phase's rows only."""
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(json.dumps([{"candidate": "c%d.py" % i, "problem": "p"} for i in range(4)]))
-    write_jsonl(tmp_path / "windows.jsonl", [{"step": "b-judge-g1", "start": 0, "end": 40, "cpu_s": 0}])
     rows = [{"step": "b-g1", "verdict": "OK", "phase_seconds": {"device_memory_wait": w, "worker.compare": 1.0}}
             for w in (1.0, 2.0, 3.0, 10.0)]
-    write_jsonl(tmp_path / "rows.jsonl", rows + [{"step": "a", "verdict": "OK", "phase_seconds": {"device_memory_wait": 99.0}}])
-    subprocess.run([sys.executable, os.path.join(REPO, "bench", "rlstep", "rlstep.py"), "report", "--manifest", str(manifest),
-                    "--dataset", str(tmp_path), "--out", str(tmp_path)], check=True, capture_output=True)
+    report(tmp_path, 4, [{"step": "b-judge-g1", "start": 0, "end": 40, "cpu_s": 0}],
+           rows + [{"step": "a", "verdict": "OK", "phase_seconds": {"device_memory_wait": 99.0}}])
     table = (tmp_path / "table.md").read_text()
     assert "b: builds supplied (GPU phase, 1 GPU), seconds per candidate" in table
     assert "| device_memory_wait | 2.50 | 3.00 | 16 |" in table  # run a's 99 s is not b's
@@ -89,15 +86,10 @@ def test_where_the_gpu_phase_goes_is_a_table_of_its_phases(tmp_path):
 def test_gpu_phases_of_one_gpu_count_and_two_admissions_are_two_runs(tmp_path):
     """B_GPUS="1:0.3 1": the same batch judged with a set candidate share, then with the worker's:
     two runs of one GPU each, named by their setting, in the order they ran."""
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(json.dumps([{"candidate": "c%d.py" % i, "problem": "p"} for i in range(4)]))
-    write_jsonl(tmp_path / "windows.jsonl", [
-        {"step": "b-judge-g1-share0.3", "start": 1000, "end": 1040, "cpu_s": 0},
-        {"step": "b-judge-g1", "start": 2000, "end": 2020, "cpu_s": 0}])
-    write_jsonl(tmp_path / "rows.jsonl", [{"step": "b-g1-share0.3", "verdict": "OK"}] * 4 + [{"step": "b-g1", "verdict": "OK"}] * 4)
     (tmp_path / "smi.csv").write_text("")
-    subprocess.run([sys.executable, os.path.join(REPO, "bench", "rlstep", "rlstep.py"), "report", "--manifest", str(manifest),
-                    "--dataset", str(tmp_path), "--out", str(tmp_path)], check=True, capture_output=True)
+    report(tmp_path, 4, [{"step": "b-judge-g1-share0.3", "start": 1000, "end": 1040, "cpu_s": 0},
+                         {"step": "b-judge-g1", "start": 2000, "end": 2020, "cpu_s": 0}],
+           [{"step": "b-g1-share0.3", "verdict": "OK"}] * 4 + [{"step": "b-g1", "verdict": "OK"}] * 4)
     runs = [r for r in json.load(open(tmp_path / "results.json"))["runs"] if r["step"] and r["step"].startswith("b-")]
     assert [(r["run"], r["per_hour_per_gpu"]) for r in runs] == [
         ("b: builds supplied (GPU phase, 1 GPU, candidate share 0.3)", 4 / 40 * 3600),
