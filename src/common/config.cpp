@@ -238,9 +238,11 @@ void apply_kernelbench(const toml::table* k, Config& c) {
   if (!(c.kernelbench.worker_cache_fraction > 0 && c.kernelbench.worker_cache_fraction <= 0.9))
     throw std::runtime_error("kernelbench.worker_cache_fraction must be in (0, 0.9]");
   take_u32(*k, "worker_idle_seconds", c.kernelbench.worker_idle_seconds);
-  take(*k, "candidate_device_share", c.kernelbench.candidate_device_share);
-  if (!(c.kernelbench.candidate_device_share >= 0 && c.kernelbench.candidate_device_share <= 0.9))
-    throw std::runtime_error("kernelbench.candidate_device_share must be in [0, 0.9] (0: what the worker leaves)");
+  if (auto share = number_key(*k, "kernelbench.candidate_device_share", "candidate_device_share")) {
+    if (!(*share >= 0 && *share <= 0.9))
+      throw std::runtime_error("kernelbench.candidate_device_share must be in [0, 0.9] (0: what the worker leaves)");
+    c.kernelbench.candidate_device_share = *share;
+  }
 }
 
 void apply(const toml::table& root, Config& c) {
