@@ -210,15 +210,17 @@ def kb_verdict(row):
 # ---------------------------------------------------------------- report
 
 def smi_rows(path):
-    """[(unix time, GPU index, util %)] from nvidia-smi's csv (timestamp, index, utilization.gpu,
-    memory.used; files without the index column are GPU 0's)."""
+    """[(unix time, GPU index, util %, memory used MiB)] from nvidia-smi's csv (timestamp, index,
+    utilization.gpu, memory.used; files without the index column are GPU 0's, memory then None)."""
     out = []
     for line in open(path) if os.path.exists(path) else []:
         parts = [p.strip() for p in line.split(",")]
         try:
             t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
-            gpu, util = (int(parts[1]), float(parts[2])) if len(parts) >= 4 else (0, float(parts[1]))
-            out.append((t.timestamp(), gpu, util))
+            if len(parts) >= 4:
+                out.append((t.timestamp(), int(parts[1]), float(parts[2]), float(parts[3])))
+            else:
+                out.append((t.timestamp(), 0, float(parts[1]), None))
         except (ValueError, IndexError):
             continue
     return out
@@ -226,10 +228,17 @@ def smi_rows(path):
 
 def gpu_share(smi, start, end, gpus=1):
     """(mean utilization %, share of samples with a kernel running) of GPUs 0..gpus-1 over [start, end]."""
-    xs = [u for t, g, u in smi if start <= t <= end and g < gpus]
+    xs = [u for t, g, u, _ in smi if start <= t <= end and g < gpus]
     if not xs:
         return None, None
     return statistics.mean(xs), sum(1 for u in xs if u > 0) / len(xs)
+
+
+def device_memory_max_gib(smi, start, end, gpus=1):
+    """The most device memory any of GPUs 0..gpus-1 held over [start, end] (GiB; None: not sampled):
+    how close the candidates' admission ran the device to its size."""
+    xs = [m for t, g, _, m in smi if start <= t <= end and g < gpus and m is not None]
+    return max(xs) / 1024 if xs else None
 
 
 def run_names(windows):
@@ -265,6 +274,7 @@ def run_table(rows, windows, smi, submitted, kb_n):
         table.append({"run": name, "step": verdict_step, "gpus": gpus, "makespan_s": span, "candidates": n, "judged": len(judged),
                       "per_hour_per_gpu": (len(judged) / span * 3600 / gpus) if span and judged else None,
                       "gpu_util_mean": util, "gpu_busy_share": busy,
+                      "device_memory_max_gib": device_memory_max_gib(smi, start, end, gpus),
                       "cpu_s_per_candidate": (sum(w["cpu_s"] for w in ws) / n) if n else None,
                       "verdicts": counts})
     return table
@@ -314,12 +324,13 @@ def step_report(a):
     out = ["# RL-step benchmark (bench/rlstep)", "", "- date: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
            "- candidates: %d distinct sources (manifest %s)" % (submitted, os.path.basename(a.manifest)),
            "- GPUs: runs a and c on GPU 0, b's GPU phases on GPUs 0..n-1 (n in the run's name)", "",
-           "| run | makespan s | judged / submitted | candidates / h / GPU | GPU util mean % | GPU busy share | node CPU-s / candidate | verdicts |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| run | makespan s | judged / submitted | candidates / h / GPU | GPU util mean % | GPU busy share | device memory max GiB | node CPU-s / candidate | verdicts |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for t in table:
-        out.append("| %s | %s | %d / %d | %s | %s | %s | %s | %s |" % (
+        out.append("| %s | %s | %d / %d | %s | %s | %s | %s | %s | %s |" % (
             t["run"], fmt(t["makespan_s"]), t["judged"], t["candidates"], fmt(t["per_hour_per_gpu"], "%.0f"),
-            fmt(t["gpu_util_mean"]), fmt(t["gpu_busy_share"], "%.2f"), fmt(t["cpu_s_per_candidate"]), t["verdicts"]))
+            fmt(t["gpu_util_mean"]), fmt(t["gpu_busy_share"], "%.2f"), fmt(t["device_memory_max_gib"]),
+            fmt(t["cpu_s_per_candidate"]), t["verdicts"]))
     if build_cpu:
         out += ["", "Run a, kjudge's own build CPU-s per candidate under load (`phase_seconds[\"build.cpu_seconds\"]`, "
                 "the build sandbox's tree): median %.1f, p90 %.1f over %d builds." % (

@@ -3,7 +3,7 @@ by the worker's estimate of its job beside the others running (src/worker/device
 this capacity. It is what the worker does not keep for itself. The worker's parts are shares of the
 device (its cache, its jobs' preparations) and a fixed part that does not grow with the device (the
 one large set in use with its transients, the contexts), so a larger device gives candidates a
-larger share: a flat 30 % left an H200 at most 95 of its 140 GiB in use while 16 slots queued for
+larger share: a flat 30 % left an H200 at most 93 of its 140 GiB in use while 16 slots queued for
 admission (bench/results/rlstep-20261128-h200x4-n128-g1: device-memory wait, median 41 s a job)."""
 
 MIN_SHARE = 0.3  # an 80 GB H100 judged 6.4 GB sets with 16 slots at 0.3; 0.5 ran it out of memory

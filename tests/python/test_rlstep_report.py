@@ -54,8 +54,8 @@ def test_gpu_phases_count_their_own_gpus(tmp_path):
     # GPU 0 busy in both windows, GPUs 1-3 idle in the first (not its GPUs) and half busy in the second
     stamp = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
     lines = []
-    for t in range(1000, 1080, 10):
-        lines += ["%s, %d, %d, 100" % (stamp(t), g, 80 if g == 0 else 0) for g in range(4)]
+    for t in range(1000, 1080, 10):  # memory.used: 100 MiB, GPU 3 once 2048 (outside the 1-GPU run)
+        lines += ["%s, %d, %d, %d" % (stamp(t), g, 80 if g == 0 else 0, 2048 if g == 3 and t == 1010 else 100) for g in range(4)]
     for i, t in enumerate(range(2000, 2040, 10)):
         lines += ["%s, %d, %d, 100" % (stamp(t), g, 80 if g == 0 or i % 2 else 0) for g in range(4)]
     (tmp_path / "smi.csv").write_text("\n".join(lines) + "\n")
@@ -66,6 +66,7 @@ def test_gpu_phases_count_their_own_gpus(tmp_path):
     assert runs[1]["per_hour_per_gpu"] == 8 / 80 * 3600 and runs[1]["gpu_busy_share"] == 1.0
     assert runs[4]["per_hour_per_gpu"] == 8 / 40 * 3600 / 4
     assert runs[4]["gpu_busy_share"] == (4 + 3 * 2) / 16  # GPU 0 always, GPUs 1-3 in 2 of 4 samples
+    assert runs[1]["device_memory_max_gib"] == 100 / 1024  # only its own GPU's samples
     assert "on 4 GPUs: 720 candidates/h against 360 on one GPU: 2.00x (ideal 4)" in (tmp_path / "table.md").read_text()
 
 
