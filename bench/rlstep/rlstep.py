@@ -8,7 +8,7 @@ caches, judged three ways on one node; bench/rlstep/run drives the daemons.
   b-judge  then a judging kjudged that takes the builds from the store ([build] local_max = 0)
   c        KernelBench's evaluator as its scripts do it: parallel builds (build_compile_cache, one
            process per core), then eval_kernel_against_ref one candidate at a time
-  report   the table: per run makespan, candidates per hour per GPU, GPU busy share (nvidia-smi),
+  report   the table: per run makespan, candidates per hour per GPU, GPU busy share and device memory max (nvidia-smi),
            node CPU-seconds per candidate (/proc/stat over the run's window), verdicts
 
 Each step appends rows to OUT/rows.jsonl and its window (start, end, node CPU-s) to
