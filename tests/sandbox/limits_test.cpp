@@ -69,7 +69,10 @@ TEST_F(SandboxLimits, WallTimeoutKillsDoubleForkedBackgroundChild) {
   const std::string bg = unique_sleep_arg(), fg = unique_sleep_arg();
   // The subshell forks the background sleep and exits: it is reparented to the sandbox's init.
   auto p = shell("(/bin/sleep " + bg + " &); /bin/sleep " + fg);
-  p.wall_limit = 1500ms;
+  // long enough for the host to see both sleeps before the kill: at 1.5 s, a sandbox that started
+  // slowly under ctest -j4 beside the fuzzer left them too short a life to be seen (the test failed
+  // once here, its pids never found)
+  p.wall_limit = 4s;
   auto fut = std::async(std::launch::async, [&] { return kjsandbox::run(p); });
   const auto pids = wait_for_host_processes({bg, fg});
   auto r = fut.get();
