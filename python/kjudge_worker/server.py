@@ -49,12 +49,16 @@ class Worker:
             total = torch.cuda.get_device_properties(self.device).total_memory
         else:
             total = 8 << 30
-        self.total_bytes = total
         # one large set in use at a time (a job of large or unknown inputs prepares under it too),
         # and the other jobs' preparations together within a share of the device
         self.heavy = waits.CountedLock("heavy_set", threading.RLock())
         self.preparing = prepare_budget.PrepareBudget(int(prepare_budget.PREPARE_SHARE * total))
         self.cache = problems.Cache(int(total * cache_fraction))
+        # the device's memory as the jobs see it (0 on the cpu backend: nothing is heavy, nothing
+        # to admit candidates by), and what the running candidates may hold of it together
+        self.gpu_bytes = total if self.device.type == "cuda" else 0
+        self.candidate_capacity = candidate_share.candidate_capacity(self.gpu_bytes, self.cache.budget,
+                                                                     self.preparing.capacity)
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
         self.sm_clock = SmClock(self.device)
@@ -136,7 +140,7 @@ class Worker:
                                        req.get("mode"), req["weight_seed"], self.device)
             self.cache.put(("problem", key), problem, problem.bytes)
         phases["reference_init"] = time.perf_counter() - t0
-        heavy = Heavy(self.heavy, self.total_bytes if self.device.type == "cuda" else 0, self.device, self.cache)
+        heavy = Heavy(self.heavy, self.gpu_bytes, self.device, self.cache)
         job = Job(req, problem, self.cache, self.device, self.lock_path, heavy, self.peaks, self.sm_clock)
         # a large (or unknown) problem's sets are made one job at a time, with room made for them
         # first (the cache gives way when the device is short), as every other heavy set's use is
@@ -149,10 +153,8 @@ class Worker:
                 report = job.prepare()
             finally:  # out of memory too: the blocks go back for the other jobs and the canary
                 transport.release_cached(self.device)
-        gpu_total = self.total_bytes if self.device.type == "cuda" else 0
-        report["device_total_bytes"] = gpu_total
-        report["candidate_capacity_bytes"] = candidate_share.candidate_capacity(
-            gpu_total, self.cache.budget, self.preparing.capacity)
+        report["device_total_bytes"] = self.gpu_bytes
+        report["candidate_capacity_bytes"] = self.candidate_capacity
         phases["sets"] = time.perf_counter() - t0 - phases["reference_init"] - phases["prepare_wait"]
         report.update({"ok": True, "node_identity": self.identity, "torch_version": torch.__version__,
                        "device_name": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"})
