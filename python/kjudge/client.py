@@ -21,6 +21,7 @@ import redis
 from google.protobuf.message import DecodeError
 
 from kjudge import keys
+from kjudge.turns import turn_tally
 from kjudge.v1 import job_pb2, result_pb2
 
 LIBRARY = "kjudge"
@@ -176,17 +177,24 @@ class Client:
         self._call(self._redis.fcall, "kj_cancel", 1, keys.batch_cancel(partition, tenant, batch_id), self._CANCEL_TTL_S)
 
     def batch_status(self, tenant: str, batch_id: str, partition: int = 0):
-        """{'submitted', 'completed', 'expected', 'verdicts': {name: n}, 'cancelled'}"""
+        """{'submitted', 'completed', 'expected', 'verdicts': {name: n}, 'cancelled', 'turns'}; turns:
+        the repair-turn tally of the jobs that named their group (kjudge.turns): {'groups',
+        'solved_first_turn', 'solved', 'last_turn', 'first_turn', 'best_of_turns'} (rates None
+        without groups), as `kjudge batch --json` and the gateway give it."""
         _check_names(tenant, batch_id)
         raw = self._call(self._redis.hgetall, keys.batch(partition, tenant, batch_id))
         out = {"submitted": 0, "completed": 0, "expected": 0, "verdicts": {}}
+        tally = dict.fromkeys(("groups", "solved_first", "solved", "last"), 0)
         for k, v in raw.items():
             k = _text(k)
             if k.startswith("verdict:"):
                 out["verdicts"][k[len("verdict:"):]] = int(v)
+            elif k.startswith("turns:") and k[len("turns:"):] in tally:
+                tally[k[len("turns:"):]] = int(v)
             elif k in out:
                 out[k] = int(v)
         out["cancelled"] = bool(self._call(self._redis.exists, keys.batch_cancel(partition, tenant, batch_id)))
+        out["turns"] = turn_tally(tally["groups"], tally["solved_first"], tally["solved"], tally["last"])
         return out
 
     def wait_batch(self, tenant: str, batch_id: str, timeout_s: float, partition: int = 0) -> bool:

@@ -19,6 +19,7 @@ import time
 import urllib.parse
 
 from kjudge.client import QueueError, QueueFull
+from kjudge.turns import turn_tally
 from kjudge.v1 import gateway_pb2, job_pb2, result_pb2
 
 _PROTOBUF = "application/x-protobuf"
@@ -147,16 +148,18 @@ class GatewayClient:
         self.request("DELETE", "/v1/batches/" + urllib.parse.quote(batch_id))
 
     def batch_status(self, tenant: str, batch_id: str, partition: int = 0):
-        """{'submitted', 'completed', 'expected', 'verdicts': {name: n}, 'cancelled'} (zeros when unknown)"""
+        """{'submitted', 'completed', 'expected', 'verdicts': {name: n}, 'cancelled', 'turns'} (zeros
+        when unknown), as Client.batch_status"""
         _check_partition(partition)
         try:
             _, _, data = self.request("GET", "/v1/batches/" + urllib.parse.quote(batch_id))
         except GatewayError as e:
             if e.status == 404:
-                return {"submitted": 0, "completed": 0, "expected": 0, "verdicts": {}, "cancelled": False}
+                return {"submitted": 0, "completed": 0, "expected": 0, "verdicts": {}, "cancelled": False,
+                        "turns": turn_tally(0, 0, 0, 0)}
             raise
         reply = json.loads(data)
-        return {k: reply[k] for k in ("submitted", "completed", "expected", "verdicts", "cancelled")}
+        return {k: reply[k] for k in ("submitted", "completed", "expected", "verdicts", "cancelled", "turns")}
 
     def wait_batch(self, tenant: str, batch_id: str, timeout_s: float, partition: int = 0) -> bool:
         deadline = time.monotonic() + max(0.0, timeout_s)

@@ -60,19 +60,37 @@ def _by_group(results):
     return groups
 
 
-def turn_rates(results, succeeded=is_ok):
-    """Per group: solved at the first turn (turn 0), solved at any turn (best of turns), and the
-    share of groups solved by turn t (cumulative). Rates are over groups; None when there are none."""
-    groups = _by_group(results)
-    if not groups:
+def rates_over(attempts):
+    """The turn rates of (group, turn, succeeded) triples: the share of groups solved at the first
+    turn (turn 0), at any turn (best of turns), and by each turn t (cumulative). Rates are over
+    groups; None when there are none."""
+    first_success, last_turn = {}, 0
+    for group, turn, ok in attempts:
+        best = first_success.get(group)
+        if ok and (best is None or turn < best):
+            first_success[group] = turn
+        else:
+            first_success.setdefault(group, None)
+        last_turn = max(last_turn, turn)
+    if not first_success:
         return {"groups": 0, "first_turn": None, "best_of_turns": None, "by_turn": {}}
-    first_success = {g: min((r.turn_index for r in rs if succeeded(r)), default=None) for g, rs in groups.items()}
-    last_turn = max(r.turn_index for rs in groups.values() for r in rs)
-    solved_by = {t: sum(1 for f in first_success.values() if f is not None and f <= t) / len(groups)
+    n = len(first_success)
+    solved_by = {t: sum(1 for f in first_success.values() if f is not None and f <= t) / n
                  for t in range(last_turn + 1)}
-    return {"groups": len(groups), "first_turn": solved_by[0],
-            "best_of_turns": sum(1 for f in first_success.values() if f is not None) / len(groups),
-            "by_turn": solved_by}
+    return {"groups": n, "first_turn": solved_by[0], "best_of_turns": solved_by[last_turn], "by_turn": solved_by}
+
+
+def turn_tally(groups, solved_first_turn, solved, last_turn):
+    """A batch's repair-turn tally as the queue keeps it (kjudged counts, per batch, the jobs that
+    named their group; success is OK), with its two rates (None without groups)."""
+    return {"groups": groups, "solved_first_turn": solved_first_turn, "solved": solved, "last_turn": last_turn,
+            "first_turn": solved_first_turn / groups if groups else None,
+            "best_of_turns": solved / groups if groups else None}
+
+
+def turn_rates(results, succeeded=is_ok):
+    """rates_over the results: a result's group is group_of, its turn Result.turn_index."""
+    return rates_over((group_of(r), r.turn_index, succeeded(r)) for r in results if r is not None)
 
 
 def all_failed_groups(results, succeeded=is_ok):

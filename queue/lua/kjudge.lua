@@ -154,20 +154,46 @@ local function add_dead_letter(stream, job_id, entry_id, reason, batch, payload)
   redis.call('XADD', stream, 'MAXLEN', '~', DEAD_MAXLEN, '*', unpack(fields))
 end
 
--- kj_complete  KEYS: result done-stream jobs-stream [queued-counter batch-hash dead-stream]
---              ARGV: entry_id job_id result verdict ttl_s [batch_id dead_reason dead_payload]
+-- A batch's repair-turn tally (jobs that named a group: client_meta "group"). groups-hash holds,
+-- per group, the lowest turn that ended OK (-1: none yet); the batch hash counts the groups, those
+-- solved at turn 0 and those solved at any turn, and the highest turn seen. A result stored again
+-- after a dead-letter retry can only lower a group's turn, so nothing is counted twice.
+local function count_turn(batch_key, groups_key, group, turn, ok)
+  local prev = redis.call('HGET', groups_key, group)
+  local best = tonumber(prev or '-1')
+  if not prev then redis.call('HINCRBY', batch_key, 'turns:groups', 1) end
+  if ok and (best < 0 or turn < best) then
+    redis.call('HSET', groups_key, group, turn)
+    if best < 0 then redis.call('HINCRBY', batch_key, 'turns:solved', 1) end
+    if turn == 0 then redis.call('HINCRBY', batch_key, 'turns:solved_first', 1) end
+  elseif not prev then
+    redis.call('HSET', groups_key, group, -1)
+  end
+  if turn > tonumber(redis.call('HGET', batch_key, 'turns:last') or '-1') then
+    redis.call('HSET', batch_key, 'turns:last', turn)
+  end
+  redis.call('EXPIRE', groups_key, MARKER_TTL_S)
+end
+
+-- kj_complete  KEYS: result done-stream jobs-stream [queued-counter batch-hash dead-stream [groups-hash]]
+--              ARGV: entry_id job_id result verdict ttl_s [batch_id dead_reason dead_payload [group turn]]
 -- -> 1 when this call stored the result, 0 when one existed already (first wins). Always acks.
 -- When this call stores the result: the completion event, the tenant's queued counter goes down,
--- the batch counts it (and emits one batch_done event when completed reaches submitted), and with
--- a dead_reason the job is copied to the dead-letter stream.
+-- the batch counts it (and emits one batch_done event when completed reaches submitted; a job
+-- that named a group counts in the batch's turn tally, count_turn), and with a dead_reason the job
+-- is copied to the dead-letter stream.
 local function kj_complete(keys, args)
-  check((#keys == 3 or #keys == 6) and (#args == 5 or #args == 8), 'kj_complete needs 3 or 6 keys and 5 or 8 arguments')
+  check((#keys == 3 or #keys == 6 or #keys == 7) and (#args == 5 or #args == 8 or #args == 10),
+        'kj_complete needs 3, 6 or 7 keys and 5, 8 or 10 arguments')
   local entry_id, job_id, result, verdict, ttl = args[1], args[2], args[3], args[4], tonumber(args[5])
   local batch, dead_reason, dead_payload = args[6] or '', args[7] or '', args[8] or ''
+  local group, turn = args[9] or '', tonumber(args[10] or '0')
   check(valid_entry_id(entry_id), 'invalid stream entry id')
   check(ttl ~= nil and ttl >= 1 and ttl == math.floor(ttl), 'invalid result ttl')
   check(batch == '' or present(keys[5]), 'a batch id needs the batch key')
   check(dead_reason == '' or present(keys[6]), 'a dead letter needs the dead-letter stream key')
+  check(group == '' or (batch ~= '' and present(keys[7])), 'a group needs a batch and the batch groups key')
+  check(turn ~= nil and turn >= 0 and turn == math.floor(turn), 'invalid turn')
   daemon_only(keys[3], 'kj_complete')
 
   local stored = redis.call('SET', keys[1], result, 'NX', 'EX', ttl) ~= false
@@ -185,6 +211,7 @@ local function kj_complete(keys, args)
         redis.call('XADD', keys[2], 'MAXLEN', '~', DONE_MAXLEN, '*', 'batch', batch, 'event', 'batch_done',
                    'completed', tostring(completed))
       end
+      if group ~= '' then count_turn(keys[5], keys[7], group, turn, verdict == 'OK') end
     end
     if dead_reason ~= '' then add_dead_letter(keys[6], job_id, entry_id, dead_reason, batch, dead_payload) end
   end

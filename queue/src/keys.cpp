@@ -44,6 +44,9 @@ std::string Keys::config(int p) { return prefix(p) + "config"; }
 std::string Keys::batch(int p, const std::string& tenant, const std::string& batch_id) {
   return prefix(p) + "batch:" + tenant + ":" + batch_id;
 }
+std::string Keys::batch_groups(int p, const std::string& tenant, const std::string& batch_id) {
+  return prefix(p) + "bgroups:" + tenant + ":" + batch_id;
+}
 std::string Keys::dead(int p, const std::string& tenant) { return prefix(p) + "dead:" + tenant; }
 std::string Keys::retry(int p, const std::string& tenant) { return prefix(p) + "retry:" + tenant; }
 std::string Keys::delayed(int p, const std::string& tenant) { return prefix(p) + "delayed:" + tenant; }

@@ -508,6 +508,10 @@ BatchStatus Queue::batch_status(const std::string& tenant, const std::string& ba
     else if (k == "completed") b.completed = v;
     else if (k == "expected") b.expected = v;
     else if (k.rfind("verdict:", 0) == 0) b.verdicts[k.substr(8)] = v;
+    else if (k == "turns:groups") b.turns.groups = v;
+    else if (k == "turns:solved_first") b.turns.solved_first_turn = v;
+    else if (k == "turns:solved") b.turns.solved = v;
+    else if (k == "turns:last") b.turns.last_turn = v;
   }
   Reply c = impl_->conn.call({"EXISTS", Keys::batch_cancel(impl_->partition, tenant, batch_id)});
   b.cancelled = integer(c.get()) > 0;
@@ -689,13 +693,16 @@ bool Queue::complete(const Delivery& delivery, const std::string& job_id, const 
   const std::string id = valid_job_id(job_id) ? job_id : "#" + delivery.entry_id;
   const int p = delivery.partition;
   const bool batch = valid_job_id(delivery.batch_id);
-  Reply r = impl_->fcall({"FCALL", "kj_complete", "6", Keys::result(p, delivery.tenant, id),
+  const std::string group = batch ? options.group : "";
+  Reply r = impl_->fcall({"FCALL", "kj_complete", "7", Keys::result(p, delivery.tenant, id),
                           Keys::done(p, delivery.tenant), Keys::jobs(p, delivery.tenant, delivery.lane),
                           Keys::queued(p, delivery.tenant),
                           batch ? Keys::batch(p, delivery.tenant, delivery.batch_id) : "", Keys::dead(p, delivery.tenant),
+                          group.empty() ? "" : Keys::batch_groups(p, delivery.tenant, delivery.batch_id),
                           delivery.entry_id, id, result_bytes, verdict_name, std::to_string(ttl.count()),
                           batch ? delivery.batch_id : "", options.dead_reason,
-                          options.dead_reason.empty() ? "" : delivery.payload.value_or("")});
+                          options.dead_reason.empty() ? "" : delivery.payload.value_or(""), group,
+                          std::to_string(options.turn)});
   return integer(r.get()) == 1;
 }
 

@@ -1,9 +1,11 @@
 #include "cli/admin.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <iostream>
 
+#include "common/batch_json.h"
 #include "gateway/tokens.h"
 #include "kjudge/v1/result.pb.h"
 #include "kjudge/v1/verdict.pb.h"
@@ -285,13 +287,23 @@ int admin_gateway_acl(kjqueue::Queue* q, const std::string& password, int partit
   return 0;
 }
 
+// "; turns: 4 groups, solved at turn 0: 1 (25.0%), by turn 2: 3 (75.0%)", or nothing when no job
+// of the batch named its group
+static std::string turns_line(const kjqueue::TurnTally& t) {
+  if (t.groups == 0) return "";
+  const auto pct = [&](std::uint64_t n) { return fmt::format("{} ({:.1f}%)", n, 100.0 * double(n) / double(t.groups)); };
+  return fmt::format("; turns: {} groups, solved at turn 0: {}, by turn {}: {}", t.groups, pct(t.solved_first_turn),
+                     t.last_turn, pct(t.solved));
+}
+
 int print_batch_status(const std::string& tenant, const std::string& batch, const kjqueue::BatchStatus& b, bool as_json) {
-  json j = {{"tenant", tenant}, {"batch", batch}, {"submitted", b.submitted}, {"completed", b.completed},
-            {"expected", b.expected}, {"cancelled", b.cancelled}, {"verdicts", b.verdicts}};
+  json j = batch_json(b);
+  j["tenant"] = tenant;
+  j["batch"] = batch;
   if (as_json) std::cout << j.dump(2) << "\n";
   else
     std::cout << batch << ": " << b.completed << "/" << b.submitted << " done" << (b.cancelled ? " (cancelled)" : "") << " "
-              << json(b.verdicts).dump() << "\n";
+              << json(b.verdicts).dump() << turns_line(b.turns) << "\n";
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "cli/gateway_client.h"
 
 #include "cli/admin.h"
+#include "common/batch_json.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -141,13 +142,7 @@ int gateway_batch(const GatewayClient& gw, const std::string& batch_id, bool as_
   }
   if (r.status != 200) return fail(r);
   const auto j = json::parse(r.body);
-  kjqueue::BatchStatus b;
-  b.submitted = j.value("submitted", 0ull);
-  b.completed = j.value("completed", 0ull);
-  b.expected = j.value("expected", 0ull);
-  b.cancelled = j.value("cancelled", false);
-  b.verdicts = j.value("verdicts", std::map<std::string, std::uint64_t>{});
-  return print_batch_status(j.value("tenant", ""), batch_id, b, as_json);
+  return print_batch_status(j.value("tenant", ""), batch_id, batch_from_json(j), as_json);
 }
 
 }  // namespace kj::cli

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "common/batch_json.h"
 #include "gateway/submission.h"
 #include "kjudge/v1/result.pb.h"
 #include "kjudge/v1/verdict.pb.h"
@@ -180,8 +181,10 @@ Reply Routes::batch_counters(const std::string& tenant, const std::string& batch
   const auto b = queue().batch_status(tenant, batch_id);
   if (b.submitted == 0 && b.expected == 0 && !b.cancelled)
     return error_reply(404, "unknown_batch", "no batch " + batch_id + " for this tenant");
-  return json_reply(200, {{"tenant", tenant}, {"batch_id", batch_id}, {"submitted", b.submitted}, {"completed", b.completed},
-                          {"expected", b.expected}, {"cancelled", b.cancelled}, {"verdicts", b.verdicts}});
+  auto j = batch_json(b);
+  j["tenant"] = tenant;
+  j["batch_id"] = batch_id;
+  return json_reply(200, j);
 }
 
 Reply Routes::cancel(const std::string& tenant, const std::string& job_id, const std::string& batch_id) {

@@ -42,6 +42,17 @@ v1::Result header(const std::string& job_id, const std::string& tenant, const st
   return r;
 }
 
+// What every judged job's result echoes back to the client from its job.
+v1::Result echoed_header(const v1::Job& job, const std::string& worker) {
+  v1::Result r = header(job.job_id(), job.tenant(), worker);
+  r.set_batch_id(job.batch_id());
+  *r.mutable_client_meta() = job.client_meta();
+  *r.mutable_submitted_at() = job.submitted_at();
+  r.set_parent_job_id(job.turn().parent_job_id());
+  r.set_turn_index(job.turn().turn_index());
+  return r;
+}
+
 // TrivialTask: one allow-listed command in a bare sandbox (system binds, no job dir).
 void judge_trivial(const v1::Job& job, const JudgeContext& ctx, v1::Result& r) {
   if (job.trivial().fail_infra())
@@ -93,10 +104,7 @@ v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
     if (auto bad = check_job_fields(job, ctx.config.limits)) return invalid_job_result(job.job_id(), job.tenant(), bad->message, ctx.worker);
     if (auto bad = check_trivial(job.trivial(), ctx.config.testing))
       return invalid_job_result(job.job_id(), job.tenant(), bad->message, ctx.worker);
-    v1::Result r = header(job.job_id(), job.tenant(), ctx.worker);
-    r.set_batch_id(job.batch_id());
-    *r.mutable_client_meta() = job.client_meta();
-    *r.mutable_submitted_at() = job.submitted_at();
+    v1::Result r = echoed_header(job, ctx.worker);
     try {
       judge_trivial(job, ctx, r);
     } catch (const std::exception& e) {
@@ -106,12 +114,7 @@ v1::Result judge(const v1::Job& job, const JudgeContext& ctx) {
     return r;
   }
   if (auto bad = validate_job(job, ctx.config.limits)) return invalid_job_result(job.job_id(), job.tenant(), bad->message, ctx.worker);
-  v1::Result r = header(job.job_id(), job.tenant(), ctx.worker);
-  r.set_batch_id(job.batch_id());
-  *r.mutable_client_meta() = job.client_meta();
-  *r.mutable_submitted_at() = job.submitted_at();
-  r.set_parent_job_id(job.turn().parent_job_id());
-  r.set_turn_index(job.turn().turn_index());
+  v1::Result r = echoed_header(job, ctx.worker);
   std::string detail;
   try {
     if (auto low = check_free_space(ctx.config.state_dir, ctx.config.limits))

@@ -129,6 +129,42 @@ TEST_F(FaultLease, BatchCountsAndOneCompletionEvent) {
   EXPECT_EQ(one({"GET", Keys::queued(0, "t")}), "0");
 }
 
+// Groups and repair turns: a: OK at turn 0 (and again at 1), b: OK only at turn 2 (a second result
+// for it ignored), c: never; a job without a group is not in the tally.
+TEST_F(FaultLease, BatchTalliesRepairTurnsOfTheJobsThatNamedTheirGroup) {
+  struct Done {
+    const char* job;
+    const char* group;
+    std::uint32_t turn;
+    const char* verdict;
+  };
+  const std::vector<Done> jobs = {{"a0", "a", 0, "OK"},           {"a1", "a", 1, "OK"},      {"b0", "b", 0, "COMPILE_ERROR"},
+                                  {"b1", "b", 1, "INCORRECT"},    {"b2", "b", 2, "OK"},      {"c0", "c", 0, "INCORRECT"},
+                                  {"c1", "c", 1, "RUNTIME_ERROR"}, {"plain", "", 0, "OK"}};
+  for (const auto& j : jobs) queue.submit("t", j.job, "p", {"rl", 0});
+  auto got = queue.read_new("c1", {{"t", jobs.size()}});
+  ASSERT_EQ(got.size(), jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    kjqueue::CompleteOptions o;
+    o.group = jobs[i].group;
+    o.turn = jobs[i].turn;
+    queue.complete(got[i], got[i].job_id, "r", jobs[i].verdict, 60s, o);
+  }
+  kjqueue::CompleteOptions again;
+  again.group = "b";
+  queue.complete(got[2], "b0", "r2", "OK", 60s, again);  // b0 already has its result: not counted
+  const auto t = queue.batch_status("t", "rl").turns;
+  EXPECT_EQ(t.groups, 3u);
+  EXPECT_EQ(t.solved_first_turn, 1u);
+  EXPECT_EQ(t.solved, 2u);
+  EXPECT_EQ(t.last_turn, 2u);
+  EXPECT_EQ(one({"HGET", Keys::batch_groups(0, "t", "rl"), "b"}), "2");
+  EXPECT_EQ(one({"HGET", Keys::batch_groups(0, "t", "rl"), "c"}), "-1");
+  EXPECT_GT(num({"TTL", Keys::batch_groups(0, "t", "rl")}), 0);
+  // a batch whose jobs named no group has no tally
+  EXPECT_EQ(queue.batch_status("t", "step7").turns.groups, 0u);
+}
+
 TEST_F(FaultLease, DeadLetterThenRetry) {
   queue.submit("t", "j1", "payload", {});
   auto got = queue.read_new("c1", {{"t", 1}});

@@ -322,3 +322,56 @@ def test_the_timing_probe_runs_every_method_on_the_cpu(tmp_path):
     rows = json.loads(out.read_text())["problems"]["19_ReLU.py"]
     assert len(rows) >= 9 and all(len(v) == 1 for v in rows.values())
     assert all(v[0] > 0 for k, v in rows.items() if "NUMA" not in k)
+
+
+def test_repair_turns_are_counted_over_problems_and_kept_out_of_first_answer_metrics(tmp_path, monkeypatch):
+    """Problem 1 is solved by sample 0's repair at turn 1, problem 2 at once, problem 3 never: every
+    metric counts first answers (1 of 3 correct); the turn rates are 1/3 at the first turn and 2/3 by
+    turn 1 (by hand); KernelBench's eval_results.json holds first answers only."""
+    import io
+
+    from kjudge.bench import cli
+    (tmp_path / "data" / "level1").mkdir(parents=True)
+    for p in (1, 2, 3):
+        (tmp_path / "data" / "level1" / ("%d_P.py" % p)).write_text("")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    names = ["level_1_problem_1_sample_0_kernel.py", "level_1_problem_1_sample_0_turn_1_kernel.py",
+             "level_1_problem_2_sample_0_kernel.py", "level_1_problem_3_sample_0_kernel.py",
+             "level_1_problem_3_sample_0_turn_1.md"]
+    for name in names:
+        (runs / name).write_text("")
+    samples = find_generations(runs)
+    assert [(s.problem, s.sample, s.turn, s.is_completion) for s in samples] == [
+        (1, 0, 0, False), (1, 0, 1, False), (2, 0, 0, False), (3, 0, 0, False), (3, 0, 1, True)]
+    assert [s.key("strict") for s in samples[:2]] == ["strict/1/1/0", "strict/1/1/0/t1"]
+    verdicts = {(1, 0): result("INCORRECT", sets=(True, False)), (1, 1): timed("OK", 1.5),
+                (2, 0): timed("OK", 2.0), (3, 0): result("COMPILE_ERROR", sets=()),
+                (3, 1): result("INCORRECT", sets=(False,))}
+
+    def judge_all(args, state, problems, samples, modes):
+        for s in samples:
+            state.add(dict(record("strict", s.problem, s.sample, verdicts[(s.problem, s.turn)]), key=s.key("strict"),
+                           turn=s.turn))
+        return 0
+
+    monkeypatch.setattr(cli, "judge_missing", judge_all)
+    out = tmp_path / "out"
+    printed = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", printed)
+    assert cli.main(["--dataset", str(tmp_path / "data"), "--generations", str(runs), "--out", str(out),
+                     "--backend", "cpu", "--k", "1"]) == 0
+    overall = json.loads((out / "summary.json").read_text())["strict"]["overall"]
+    assert overall["samples"] == 3 and overall["correct_rate"] == pytest.approx(1 / 3)
+    assert overall["pass_at_k"]["1"] == pytest.approx(1 / 3)
+    assert overall["turns"] == {"groups": 3, "first_turn": pytest.approx(1 / 3), "best_of_turns": pytest.approx(2 / 3),
+                                "by_turn": {"0": pytest.approx(1 / 3), "1": pytest.approx(2 / 3)}}
+    text = " ".join(printed.getvalue().split())
+    assert "strict first turn 33.3%, best of turns 66.7%, by turn 0:33.3% 1:66.7% (3 problems)" in text
+    html = (out / "report.html").read_text()
+    assert "problems solved by any turn</th>" in html and '<td class="n">0 (turn 1)</td>' in html
+    kb = json.loads((out / "eval_results.json").read_text())
+    assert [len(kb[p]) for p in ("1", "2", "3")] == [1, 1, 1] and not kb["1"][0]["correctness"]
+    # without turns, the printout and report say nothing of them
+    plain = summarize([record("strict", 2, 0, timed("OK", 2.0))], ["strict"], [1.0], [1])
+    assert "problems solved by any turn</th>" not in html_report.render(plain, ["strict"], [1.0], [1], "t", {})

@@ -410,6 +410,8 @@ def test_the_cli_submits_waits_and_reads_batches_through_the_gateway(redis_url, 
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "OK", p.stderr
     p = cli("batch", "cb", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["completed"] == 1, p.stderr
+    assert json.loads(p.stdout)["turns"] == {"groups": 0, "solved_first_turn": 0, "solved": 0, "last_turn": 0,
+                                             "first_turn": None, "best_of_turns": None}  # no job named a group
     assert cli("batch", "no-such-batch").returncode == 3
     assert cli("submit", "--trivial", "--job-id", "cli-2", "--tenant", "team-d").returncode == 1  # 403: not the token's
     assert cli("cancel", "cli-1").returncode == 0

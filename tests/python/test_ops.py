@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from kjudge import keys
+from kjudge import keys, turns
 from kjudge.client import Client, QueueError, QueueFull
 from kjudge.v1 import job_pb2, verdict_pb2
 
@@ -107,6 +107,34 @@ def test_cancel_queued_running_and_by_batch_and_deadlines(workdir, daemons):
     assert json.loads(cli(r.url, "batch", "step1", "--tenant", "t", "--json").stdout)["completed"] == 5
     job = json.loads(cli(r.url, "admin", "--json", "job", "late", "--tenant", "t").stdout)
     assert job["state"] == "done" and job["verdict"] == "EXPIRED"
+
+
+def test_a_batch_tallies_the_repair_turns_of_the_jobs_that_named_their_group(workdir, daemons):
+    """p1 solved at turn 0, p2 at turn 1, p3 never; a job without a group is not in the tally. The
+    daemon's tally (Redis, read by the CLI and the client) agrees with kjudge.turns over the results."""
+    r = RedisProc(workdir)
+    c = client_for(r)
+    daemons.append(Daemon(r.url, workdir, "n"))
+
+    def attempt(job_id, group, turn, ok):
+        job = trivial(job_id, batch="rl", argv=("/bin/true",) if ok else ("/bin/false",))
+        job.client_meta["group"] = group
+        job.turn.turn_index = turn
+        return job
+
+    jobs = [attempt("p1-0", "p1", 0, True), attempt("p2-0", "p2", 0, False), attempt("p2-1", "p2", 1, True),
+            attempt("p3-0", "p3", 0, False), attempt("p3-1", "p3", 1, False), trivial("plain", batch="rl")]
+    c.submit_many(jobs, batch_size=len(jobs))
+    assert c.wait_batch("t", "rl", 60)
+    got = c.wait_many("t", [j.job_id for j in jobs], 5)
+    assert got["p2-1"].turn_index == 1 and got["p2-1"].client_meta["group"] == "p2"
+    expected = {"groups": 3, "solved_first_turn": 1, "solved": 2, "last_turn": 1,
+                "first_turn": pytest.approx(1 / 3), "best_of_turns": pytest.approx(2 / 3)}
+    assert c.batch_status("t", "rl")["turns"] == expected
+    assert json.loads(cli(r.url, "batch", "rl", "--tenant", "t", "--json").stdout)["turns"] == expected
+    assert "turns: 3 groups, solved at turn 0: 1 (33.3%), by turn 1: 2 (66.7%)" in cli(r.url, "batch", "rl", "--tenant", "t").stdout
+    rates = turns.turn_rates([got[j.job_id] for j in jobs if j.client_meta])
+    assert (rates["first_turn"], rates["best_of_turns"]) == (expected["first_turn"], expected["best_of_turns"])
 
 
 def test_priority_lanes_run_high_first_and_low_last(workdir, daemons):

@@ -78,18 +78,22 @@ def judge_missing(args, state, problems, samples, modes):
         for s, mode in chunk:
             ref = problems[(s.level, s.problem)]
             source = s.path.read_text()
+            # a problem's samples and their repairs are one group (kjudge.turns)
             job = build_job(ref.read_text(), completion=source if s.is_completion else None,
                             candidate=None if s.is_completion else source, backend=args.backend, mode=mode,
                             precision=args.precision, tenant=args.tenant, trials=args.trials, priority=args.priority,
-                            job_id="bench-%s-%s-l%d-p%d-s%d" % (nonce, mode, s.level, s.problem, s.sample),
-                            problem_id="level%d/%s" % (s.level, ref.stem), meta={"sample_id": s.sample})
+                            job_id="bench-%s-%s-l%d-p%d-s%d%s" % (nonce, mode, s.level, s.problem, s.sample,
+                                                                 "-t%d" % s.turn if s.turn else ""),
+                            problem_id="level%d/%s" % (s.level, ref.stem), meta={"sample_id": s.sample},
+                            group="level%d/%s" % (s.level, ref.stem), turn=s.turn)
             jobs.append(job)
             by_id[job.job_id] = (s, mode, ref)
 
         def progress(_done, _total, job_id, result):
             s, mode, ref = by_id[job_id]
             kept = state.add({"key": s.key(mode), "mode": mode, "level": s.level, "problem": s.problem,
-                              "sample": s.sample, "name": ref.stem, "file": ref.name, "result": result})
+                              "sample": s.sample, "turn": s.turn, "name": ref.stem, "file": ref.name,
+                              "result": result})
             bar.update("" if kept else "(%s not final)" % job_id)
 
         results = judge_many(jobs, redis_url=args.redis, timeout_s=args.timeout_s, progress=progress)
@@ -112,7 +116,7 @@ def write_outputs(args, state, modes, summary, completeness):
         for level in levels:
             name = "eval_results%s%s.json" % ("_level%d" % level if len(levels) > 1 else "",
                                               "" if mode == primary else "_" + mode)
-            recs = [r for r in records if r["mode"] == mode]
+            recs = [r for r in records if r["mode"] == mode and not r.get("turn")]  # KernelBench's files: first answers
             (out / name).write_text(json.dumps(kernelbench_files.eval_results(recs, level, device), indent=4))
             written.append(name)
     (out / "baseline_time.json").write_text(json.dumps(kernelbench_files.baseline_times(records, device), indent=4))
@@ -127,7 +131,9 @@ def write_outputs(args, state, modes, summary, completeness):
     return written + ["baseline_time.json", "summary.json", "report.html"]
 
 
-def print_summary(summary, modes, ps, ks, file=sys.stdout):
+def print_summary(summary, modes, ps, ks, file=None):
+    file = file or sys.stdout  # looked up when called: a caller may have redirected it
+
     def f(v, pct=True):
         return "-" if v is None else ("%.1f%%" % (100 * v) if pct else "%.3g" % v)
 
@@ -146,6 +152,7 @@ def print_summary(summary, modes, ps, ks, file=sys.stdout):
     print("%-24s" % "" + "".join("%12s" % m for m in modes), file=file)
     for i, label in enumerate(labels):
         print("%-24s" % label + "".join("%12s" % c[i] for c in cols), file=file)
+    print_turns(summary, modes, f, file)
     print_levels(summary, modes, threshold, f, file)
     print("\nper problem (correct/samples, best speedup, verdicts):", file=file)
     by_key = {}
@@ -159,6 +166,19 @@ def print_summary(summary, modes, ps, ks, file=sys.stdout):
             verdicts = " ".join("%s:%d" % kv for kv in sorted(p["verdicts"].items()))
             cells.append("%s %d/%d %s %s" % (m, p["correct"], p["samples"], best, verdicts))
         print("  L%d %-32s %s" % (level, name[:32], " | ".join(cells)), file=file)
+
+
+def print_turns(summary, modes, f, file):
+    """Repair turns, where the generations have any: over problems, solved by a first answer and by
+    any turn (the metrics above count first answers only)."""
+    turns = {m: summary[m]["overall"]["turns"] for m in modes}
+    if not any(len(t["by_turn"]) > 1 for t in turns.values()):
+        return
+    print("\nrepair turns (problems solved; the rates above count turn-0 answers only):", file=file)
+    for m, t in turns.items():
+        by_turn = " ".join("%s:%s" % (k, f(v)) for k, v in sorted(t["by_turn"].items(), key=lambda kv: int(kv[0])))
+        print("  %-8s first turn %s, best of turns %s, by turn %s (%d problems)"
+              % (m, f(t["first_turn"]), f(t["best_of_turns"]), by_turn, t["groups"]), file=file)
 
 
 def print_levels(summary, modes, threshold, f, file):

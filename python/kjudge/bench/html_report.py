@@ -30,6 +30,9 @@ def _metric_rows(overall_by_mode, ps, ks):
              ("faster vs compile (>%gx)" % threshold, "faster_vs_compile", True)]
     rows += [("geomean speedup (correct)", "geomean_speedup", False),
              ("fraction of peak (mean)", "mean_peak_fraction", True)]
+    if any(len(agg["turns"]["by_turn"]) > 1 for agg in overall_by_mode):  # the generations had repair turns
+        rows += [("problems solved at the first turn", ("turns", "first_turn"), True),
+                 ("problems solved by any turn", ("turns", "best_of_turns"), True)]
     out = []
     for label, key, pct in rows:
         cells = []
@@ -104,12 +107,13 @@ def _sample_table(summary, modes):
             "<th>candidate ms</th>")
     body = []
     rows = sorted(((r, m) for m in modes for r in summary[m]["rows"]),
-                  key=lambda rm: (rm[0]["level"], rm[0]["problem"], rm[0]["sample"], rm[1]))
+                  key=lambda rm: (rm[0]["level"], rm[0]["problem"], rm[0]["sample"], rm[0]["turn"], rm[1]))
     for r, m in rows:
-        body.append('<tr><td class="n">%d</td><td>%s</td><td class="n">%d</td><td>%s</td><td>%s</td><td>%s</td>'
+        sample = "%d" % r["sample"] + (" (turn %d)" % r["turn"] if r["turn"] else "")
+        body.append('<tr><td class="n">%d</td><td>%s</td><td class="n">%s</td><td>%s</td><td>%s</td><td>%s</td>'
                     '<td>%s</td><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td>'
                     '<td class="n">%s</td></tr>'
-                    % (r["level"], escape(r["name"]), r["sample"], escape(m), escape(r["verdict"]),
+                    % (r["level"], escape(r["name"]), sample, escape(m), escape(r["verdict"]),
                        "yes" if r["kernelbench_correct"] else "no", "yes" if r["correct"] else "no", escape(r["why"]),
                        _speedup_cell(r), _fmt(r["speedup_vs_compile"]), _fmt(r["ref_ms"]), _fmt(r["candidate_ms"])))
     return "<details><summary>%d rows</summary><table><tr>%s</tr>%s</table></details>" % (
@@ -135,7 +139,9 @@ def render(summary, modes, ps, ks, title, info):
 1 − C(n−c,k)/C(n,k) averaged over problems with at least k samples; faster vs eager / vs compile
 (MooreEval): per problem the share of its samples correct with a speedup above the threshold over
 eager PyTorch / torch.compile, averaged over problems (– where no torch.compile baseline was timed);
-geomean over correct samples.
+geomean over correct samples. With repair turns (generations named ..._turn_&lt;T&gt;_...) every
+metric counts the first answers only; the two "problems solved" rows count a problem solved when any
+of its samples is correct at the first turn, or at any turn.
 Strict: a sample counts as correct when kjudge's verdict is OK (legality and anti-cheat checks
 passed); compat: KernelBench's rule, every correctness set passed, whatever the verdict (a FALLBACK
 that returns right values counts).</p>

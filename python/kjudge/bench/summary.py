@@ -5,12 +5,14 @@ Only candidate verdicts count (OK, the candidate's failures, the anti-cheat verd
 compiled: any verdict past the build (not COMPILE_ERROR). correct: in strict mode the verdict OK
 (every correctness set, legality and anti-cheat checks passed); in compat mode KernelBench's own
 definition, every correctness set passed (a DECOY that returns right values counts, as it does in
-KernelBench), with its speedup when the judge timed it."""
+KernelBench), with its speedup when the judge timed it.
+Repair turns (generations named ..._turn_<T>_...): every metric counts the first answers (turn 0)
+only; "turns" says, over problems, the share solved at the first turn, at any turn and by each."""
 
 import math
 from collections import Counter, defaultdict
 
-from kjudge import metrics
+from kjudge import metrics, turns
 from kjudge.reward import CHEATS, FAILURES
 from kjudge.v1 import verdict_pb2
 
@@ -63,7 +65,7 @@ def sample_row(record):
     timed = correct and perf.candidate.trials > 0 and perf.speedup > 0
     vs_compile = timed and perf.compiled_baseline.trials > 0 and perf.speedup_vs_compiled > 0
     return {"level": record["level"], "problem": record["problem"], "name": record["name"], "sample": record["sample"],
-            "verdict": verdict, "compiled": verdict != "COMPILE_ERROR", "correct": correct,
+            "turn": record.get("turn", 0), "verdict": verdict, "compiled": verdict != "COMPILE_ERROR", "correct": correct,
             "kernelbench_correct": kernelbench_correct(r), "why": why_counted(record["mode"], verdict, r),
             "speedup": perf.speedup if timed else None,
             "speedup_ci": speedup_ci(perf) if timed else None,
@@ -88,8 +90,15 @@ def faster_rates(counted, threshold):
     return {"faster_threshold": threshold, "faster_vs_eager": eager, "faster_vs_compile": vs_compile}
 
 
-def aggregate(rows, ps, ks, faster_threshold=DEFAULT_FASTER_THRESHOLD):
-    """Metrics over rows (counted verdicts only)."""
+def turn_rates(rows):
+    """kjudge.turns' rates over a problem's samples and their repairs (counted verdicts only)."""
+    return turns.rates_over(((r["level"], r["problem"]), r["turn"], r["correct"])
+                            for r in rows if r["verdict"] in COUNTED)
+
+
+def aggregate(all_rows, ps, ks, faster_threshold=DEFAULT_FASTER_THRESHOLD):
+    """Metrics over the first answers of rows (counted verdicts only), and the turn rates of all."""
+    rows = [r for r in all_rows if r["turn"] == 0]
     counted = [r for r in rows if r["verdict"] in COUNTED]
     triples = [((r["level"], r["problem"]), r["correct"], r["speedup"]) for r in counted]
     out = {"samples": len(counted), "not_counted": len(rows) - len(counted),
@@ -104,6 +113,7 @@ def aggregate(rows, ps, ks, faster_threshold=DEFAULT_FASTER_THRESHOLD):
     out.update(faster_rates(counted, faster_threshold))
     fractions = [r["peak_fraction"] for r in counted if r["peak_fraction"] is not None]
     out["mean_peak_fraction"] = sum(fractions) / len(fractions) if fractions else None
+    out["turns"] = turn_rates(all_rows)
     return out
 
 
@@ -113,7 +123,7 @@ def _p(p):
 
 def per_problem(rows):
     groups = defaultdict(list)
-    for r in rows:
+    for r in (r for r in rows if r["turn"] == 0):
         groups[(r["level"], r["problem"])].append(r)
     table = []
     for (level, problem), rs in sorted(groups.items()):
@@ -133,7 +143,7 @@ def summarize(records, modes, ps, ks, faster_threshold=DEFAULT_FASTER_THRESHOLD)
     out = {}
     for mode in modes:
         rows = sorted((sample_row(rec) for rec in records if rec["mode"] == mode),
-                      key=lambda r: (r["level"], r["problem"], r["sample"]))
+                      key=lambda r: (r["level"], r["problem"], r["sample"], r["turn"]))
         levels = sorted({r["level"] for r in rows})
         out[mode] = {"overall": aggregate(rows, ps, ks, faster_threshold),
                      "levels": {str(lv): aggregate([r for r in rows if r["level"] == lv], ps, ks, faster_threshold)

@@ -51,6 +51,8 @@ struct Keys {
   static std::string quotas(int partition);                              // kj:{p0}:quotas (hash tenant|* -> max queued)
   static std::string batch(int partition, const std::string& tenant,
                            const std::string& batch_id);                 // kj:{p0}:batch:<tenant>:<batch> (hash)
+  static std::string batch_groups(int partition, const std::string& tenant,
+                                  const std::string& batch_id);          // kj:{p0}:bgroups:<tenant>:<batch> (hash: group -> lowest OK turn, -1)
   static std::string dead(int partition, const std::string& tenant);     // kj:{p0}:dead:<tenant> (stream)
   static std::string retry(int partition, const std::string& tenant);    // kj:{p0}:retry:<tenant> (hash: parked payloads)
   static std::string delayed(int partition, const std::string& tenant);  // kj:{p0}:delayed:<tenant> (zset: due ms)
@@ -102,6 +104,8 @@ struct SubmitOptions {
 // How a result is filed (see kj_complete).
 struct CompleteOptions {
   std::string dead_reason;  // non-empty: also copy the job to the tenant's dead-letter stream
+  std::string group;        // non-empty (a job of a batch that named its group): counted in the batch's turn tally
+  std::uint32_t turn = 0;   // the job's repair turn (0: the first answer)
 };
 
 // One stream entry handed to this consumer. Any field may be missing or garbage: the daemon
@@ -126,10 +130,17 @@ struct EntryRef {
   std::string entry_id;
 };
 
+// Repair turns of a batch's jobs that named their group (kj_complete's tally): groups seen, those
+// with an OK at turn 0, those with an OK at any turn, and the highest turn completed.
+struct TurnTally {
+  std::uint64_t groups = 0, solved_first_turn = 0, solved = 0, last_turn = 0;
+};
+
 struct BatchStatus {
   std::uint64_t submitted = 0, completed = 0, expected = 0;
   bool cancelled = false;
   std::map<std::string, std::uint64_t> verdicts;  // verdict name -> count
+  TurnTally turns;
 };
 
 struct DeadLetter {
