@@ -78,14 +78,14 @@ def judge_missing(args, state, problems, samples, modes):
         for s, mode in chunk:
             ref = problems[(s.level, s.problem)]
             source = s.path.read_text()
-            # a problem's samples and their repairs are one group (kjudge.turns)
+            # the result carries the turn; its group (kjudge.turns.group_of) is the problem_id
             job = build_job(ref.read_text(), completion=source if s.is_completion else None,
                             candidate=None if s.is_completion else source, backend=args.backend, mode=mode,
                             precision=args.precision, tenant=args.tenant, trials=args.trials, priority=args.priority,
                             job_id="bench-%s-%s-l%d-p%d-s%d%s" % (nonce, mode, s.level, s.problem, s.sample,
                                                                  "-t%d" % s.turn if s.turn else ""),
                             problem_id="level%d/%s" % (s.level, ref.stem), meta={"sample_id": s.sample},
-                            group="level%d/%s" % (s.level, ref.stem), turn=s.turn)
+                            turn=s.turn)
             jobs.append(job)
             by_id[job.job_id] = (s, mode, ref)
 

@@ -123,8 +123,9 @@ def _p(p):
 
 def per_problem(rows):
     groups = defaultdict(list)
-    for r in (r for r in rows if r["turn"] == 0):
-        groups[(r["level"], r["problem"])].append(r)
+    for r in rows:
+        if r["turn"] == 0:  # first answers, as every metric
+            groups[(r["level"], r["problem"])].append(r)
     table = []
     for (level, problem), rs in sorted(groups.items()):
         speedups = [r["speedup"] for r in rs if r["correct"] and r["speedup"]]
