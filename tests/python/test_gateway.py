@@ -486,7 +486,8 @@ def test_connections_past_the_cap_get_503_and_idle_ones_time_out(redis_url, tmp_
             while s.recv(4096):
                 pass
             s.close()
-        wait_until(lambda: gw.request("GET", "/livez")[0] == 200)
-        assert refusals(gw.metrics(), "too_many_connections", "") >= 1
+        # retried: the gateway may still count the probe's connection it has not yet seen close
+        # and refuse the metrics request too (a loaded machine, CI of a773fbf)
+        wait_until(lambda: refusals(gw.metrics(), "too_many_connections", "") >= 1)
     finally:
         assert gw.stop() == 0, gw.log_path.read_text()
