@@ -84,19 +84,18 @@ class BuildHooks:
         os.makedirs(build_dir, exist_ok=True)
         bound["build_directory"] = build_dir
         bound["verbose"] = False
-        pch = bool(self.pch_dir and os.path.isdir(self.pch_dir))
-        if pch:
-            # A precompiled torch/extension.h found first on the include path (GCC looks for
-            # <header>.gch beside each candidate header); ignored silently if flags differ.
-            bound["extra_include_paths"] = [self.pch_dir] + list(bound.get("extra_include_paths") or [])
+        # A precompiled torch/extension.h found first on the include path (GCC looks for
+        # <header>.gch beside each candidate header; ignored silently if flags differ)
+        pch = self.pch_dir if self.pch_dir and os.path.isdir(self.pch_dir) else None
         env = nvcc_env(bound, os.path.join(self.ext_dir, f".nvcc-steps-{key}.jsonl"))
         try:
             with scoped_env(**env):
-                module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir), bound)
+                module, mode = _compiled(lambda: light_headers.build(_REAL_LOAD_INLINE, bound, self.ext_dir, pch),
+                                         bound)
         finally:  # a failed build's second device half still counts in its phases
             seen = nvcc_steps_seen(env)
         self.records.append({"key": key, "name": bound["name"], "so": _so_in(build_dir), "cache_hit": False,
-                             "pch": pch, "cuda_headers": mode, "gencodes": gencodes(build_dir),
+                             "pch": bool(pch), "headers": mode, "gencodes": gencodes(build_dir),
                              "nvcc_steps": seen})
         return module
 

@@ -1,20 +1,33 @@
-"""The CUDA file of a load_inline build compiled with lighter torch headers first. A candidate's
-.cu usually starts with `#include <torch/extension.h>` (torch's whole C++ API, pybind11 and
-Python: ~28 CPU-s of front end), though the bindings live in main.cpp; the .cu needs at most
-what load_inline itself puts first in it, <torch/types.h> (ATen, the tensor factories: ~15 CPU-s).
+"""A load_inline build's two files compiled with lighter torch headers first.
 
-First try: nvcc alone finds a shadow torch/extension.h that includes only <torch/types.h> (an -I
-directory in front of torch's -isystem ones, given through NVCC_PREPEND_FLAGS so load_inline's
-arguments, its extension version and main.cpp's command line stay as they are). When that does not
-compile (the .cu used something only the full header declares), the build is redone exactly as
-load_inline would do it (its versioner told to forget the failed try, which it would otherwise
-skip): ninja recompiles only the .cu, main.o is up to date. Same source, same flags, so the same semantics: a
-name the light header lacks is a compile error, never a different overload."""
+The .cu usually starts with `#include <torch/extension.h>` (torch's whole C++ API, pybind11 and
+Python: ~28 CPU-s of front end), though the bindings live in main.cpp; it needs at most what
+load_inline itself puts first in it, <torch/types.h> (ATen, the tensor factories: ~15 CPU-s). nvcc
+alone finds a shadow torch/extension.h that includes only that (an -I directory in front of torch's
+-isystem ones, given through NVCC_PREPEND_FLAGS so load_inline's arguments stay as they are).
+
+main.cpp (load_inline's `#include <torch/extension.h>`, the cpp sources, the bindings) is compiled
+by g++ on every backend; even with torch/extension.h precompiled, GCC spends ~18 s of a 2-core
+machine on the templates the whole API leaves pending and the code they generate, whatever the
+file holds. The bindings need only ATen, pybind11's casters and torch's error wrapper
+(LIGHT_MAIN_H, precompiled beside the full header in pch/light, pch.py): ~7 s. It is put in front of
+the include path when the cpp sources name no other torch umbrella header.
+
+When a light try does not compile, the build is redone exactly as load_inline would do it (its
+versioner told to forget the failed try, which it would otherwise skip): same source, same flags,
+so the same semantics: a name a light header lacks is a compile error, never a different overload,
+and the message a candidate gets is always the full headers' own."""
 import os
+import re
 
 from .scoped_env import scoped_env
 
 LIGHT_EXTENSION_H = "#pragma once\n// kjudge: the light stand-in for the .cu (see light_headers.py)\n#include <torch/types.h>\n"
+LIGHT_MAIN_H = ("#pragma once\n// kjudge: the light stand-in for main.cpp (see light_headers.py)\n#include <torch/types.h>\n"
+                "#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n")
+# cpp sources that include one of these get the full header: parsed from text beside the light
+# precompiled one, it would cost more than the light header saves
+_UMBRELLA = re.compile(r"#\s*include\s*[<\"]torch/(?!extension\.h|types\.h)[^>\"]*[>\"]")
 
 
 def shadow_dir(ext_dir):
@@ -33,18 +46,40 @@ def _has_cuda(bound):
     return bool(sources) and os.environ.get("KJUDGE_LIGHT_HEADERS", "1") != "0"
 
 
-def build(load_inline, bound, ext_dir):
-    """(module, mode): mode is "light", "full" (the light try failed) or "" (no CUDA file)."""
-    if not _has_cuda(bound):
-        return load_inline(**bound), ""
-    prepend = f"-I{shadow_dir(ext_dir)} {os.environ.get('NVCC_PREPEND_FLAGS', '')}".strip()
+def light_main_dir(pch_dir, bound):
+    """pch/light when it was made and the cpp sources need nothing past it, else None."""
+    light = os.path.join(pch_dir, "light") if pch_dir else ""
+    if not light or not os.path.isdir(os.path.join(light, "torch", "extension.h.gch")):
+        return None
+    if os.environ.get("KJUDGE_LIGHT_HEADERS", "1") == "0":
+        return None
+    sources = bound.get("cpp_sources")
+    text = "\n".join([sources] if isinstance(sources, str) else list(sources or []))
+    return None if _UMBRELLA.search(text) else light
+
+
+def build(load_inline, bound, ext_dir, pch_dir=None):
+    """(module, mode): mode is "light" (the light tries compiled), "full" (one did not: redone with
+    the full headers) or "" (nothing light to try). pch_dir: the precompiled headers' dir, or None."""
+    light_cu, light_main = _has_cuda(bound), light_main_dir(pch_dir, bound)
+    if not (light_cu or light_main):
+        return load_inline(**included(bound, pch_dir)), ""
+    env = {"NVCC_PREPEND_FLAGS": f"-I{shadow_dir(ext_dir)} {os.environ.get('NVCC_PREPEND_FLAGS', '')}".strip()}
     try:
-        with scoped_env(NVCC_PREPEND_FLAGS=prepend):
-            return load_inline(**fresh(bound)), "light"
+        with scoped_env(**(env if light_cu else {})):
+            return load_inline(**included(fresh(bound), light_main or pch_dir)), "light"
     except RuntimeError as exc:  # "Error building extension ...": the full headers decide
-        if "cuda.cu" not in str(exc):
-            raise  # main.cpp or the link failed: the light header is not why
-    return rebuild(load_inline, bound), "full"
+        text = str(exc)
+        if not ((light_cu and "cuda.cu" in text) or (light_main and "main.cpp" in text)):
+            raise  # the link failed, or a file compiled with the full header: the light ones are not why
+    return rebuild(load_inline, included(bound, pch_dir)), "full"
+
+
+def included(bound, include_dir):
+    """`bound` with include_dir first on its include path (its headers found before torch's)."""
+    if not include_dir:
+        return bound
+    return dict(bound, extra_include_paths=[include_dir] + list(bound.get("extra_include_paths") or []))
 
 
 def fresh(bound):

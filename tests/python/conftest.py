@@ -28,7 +28,7 @@ SLOW_FIRST = ["test_kernelbench_suite.py",
               # builds with the shared header
               "test_build_nodes.py", "test_e2e.py", "test_harness_zygote.py", "test_fidelity_e2e.py",
               "test_feedback.py", "test_build_single_flight.py", "test_judge_e2e.py", "test_nvcc_steps.py",
-              "test_light_headers_retry.py", "test_infra_faults.py", "test_package_install.py", "test_bench_e2e.py"]
+              "test_light_headers_retry.py", "test_light_main_header.py", "test_infra_faults.py", "test_package_install.py", "test_bench_e2e.py"]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -102,7 +102,8 @@ fs::path make_pch(const Config& cfg, const fs::path& dir, bool with_cuda) {
     std::error_code ec;
     fs::rename(work, dir, ec);
     if (!ec) {
-      log::info("kernelbench.pch_ready", {{"dir", dir.string()}});
+      // light_error: why the light main.cpp header could not be made (builds then use the full one)
+      log::info("kernelbench.pch_ready", {{"dir", dir.string()}, {"light_error", step.report->value("light", "")}});
       return dir / "pch";
     }
   }
