@@ -4,7 +4,11 @@ one that uses a name only the full header declares fails that try and is built a
 header (same source, same flags), so it loads and answers the same; sources that include another
 torch umbrella header skip the light try. Real torch, real ninja, real g++, the suite's real
 precompiled headers (eval_workspace.suite_pch)."""
+import os
+import re
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from torch.utils.cpp_extension import load_inline
@@ -12,7 +16,7 @@ from torch.utils.cpp_extension import load_inline
 from eval_workspace import suite_pch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-from kjudge_harness import light_headers  # noqa: E402
+from kjudge_harness import light_headers, pch  # noqa: E402
 
 SUM = "double total(torch::Tensor x) { auto c = x.contiguous(); double s = 0; " \
       "for (int64_t i = 0; i < c.numel(); ++i) s += c.data_ptr<float>()[i]; return s; }"
@@ -47,3 +51,21 @@ def test_sources_naming_another_torch_umbrella_header_skip_the_light_try():
     assert light_headers.light_main_dir(pch, {"cpp_sources": ["#include <torch/types.h>", SUM]})
     for umbrella in ("#include <torch/torch.h>", "#include <torch/all.h>", '#include "torch/nn.h"'):
         assert light_headers.light_main_dir(pch, {"cpp_sources": [umbrella, SUM]}) is None, umbrella
+
+
+def headers_read(text, flags):
+    """The files g++ reads for a translation unit of `text` (its -M list)."""
+    out = subprocess.run(["c++", "-M", "-x", "c++", "-"] + flags, input=text, capture_output=True, text=True,
+                         check=True).stdout
+    return {os.path.realpath(p) for p in out.replace("\\\n", " ").split()[1:]}
+
+
+def test_what_only_the_full_header_reads_holds_no_pybind11_type_caster():
+    # A caster the light header lacked would compile a binding with pybind11's generic one and fail
+    # only when called; a missing declaration or specialization is a compile error (the full retry).
+    flags = ["-std=c++17", "-D_GLIBCXX_USE_CXX11_ABI=1", "-I" + sysconfig.get_paths()["include"]]
+    flags += ["-isystem" + p for p in pch.include_paths(False)]
+    only_full = headers_read("#include <torch/extension.h>\n", flags) - headers_read(light_headers.LIGHT_MAIN_H, flags)
+    assert only_full, "the full header reads nothing more than the light one: the light one is no lighter"
+    casters = [p for p in only_full if re.search(r"struct\s+type_caster\s*<", Path(p).read_text(errors="replace"))]
+    assert not casters, casters
