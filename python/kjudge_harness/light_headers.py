@@ -41,17 +41,18 @@ def shadow_dir(ext_dir):
     return root
 
 
+def _enabled():
+    return os.environ.get("KJUDGE_LIGHT_HEADERS", "1") != "0"
+
+
 def _has_cuda(bound):
-    sources = bound.get("cuda_sources")
-    return bool(sources) and os.environ.get("KJUDGE_LIGHT_HEADERS", "1") != "0"
+    return bool(bound.get("cuda_sources")) and _enabled()
 
 
 def light_main_dir(pch_dir, bound):
     """pch/light when it was made and the cpp sources need nothing past it, else None."""
     light = os.path.join(pch_dir, "light") if pch_dir else ""
-    if not light or not os.path.isdir(os.path.join(light, "torch", "extension.h.gch")):
-        return None
-    if os.environ.get("KJUDGE_LIGHT_HEADERS", "1") == "0":
+    if not light or not os.path.isdir(os.path.join(light, "torch", "extension.h.gch")) or not _enabled():
         return None
     sources = bound.get("cpp_sources")
     text = "\n".join([sources] if isinstance(sources, str) else list(sources or []))
