@@ -36,6 +36,8 @@ def run(request, report):
     if request.get("arch_list"):
         os.environ["TORCH_CUDA_ARCH_LIST"] = request["arch_list"]
     os.environ.update(nvcc_environment(request))
+    if request.get("light_headers") is False:  # the node's kernelbench.light_headers
+        os.environ["KJUDGE_LIGHT_HEADERS"] = "0"
     hooks = extensions.BuildHooks(request["ext_dir"], request.get("cache_dir"), request.get("pch_dir"),
                                   request["backend"], request.get("arch_list", ""))
     extensions.install(hooks)

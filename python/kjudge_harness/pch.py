@@ -81,7 +81,8 @@ def run(request, report):
     os.makedirs(os.path.dirname(full), exist_ok=True)
     os.symlink(header, full)
     precompile(full, cflags, variants)
-    report["light"] = precompile_light(os.path.join(out_dir, "pch", "light"), cflags, variants)
+    if request.get("light", True):  # the node's kernelbench.light_headers
+        report["light"] = precompile_light(os.path.join(out_dir, "pch", "light"), cflags, variants)
     report["flags"] = cflags
     report["ok"] = True
     return report

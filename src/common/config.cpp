@@ -226,6 +226,7 @@ void apply_kernelbench(const toml::table* k, Config& c) {
   take_path(*k, "kernel_trace_lib", c.kernelbench.kernel_trace_lib);
   take(*k, "cuda_arch_list", c.kernelbench.cuda_arch_list);
   take(*k, "precompiled_header", c.kernelbench.precompiled_header);
+  take(*k, "light_headers", c.kernelbench.light_headers);
   take_pch_variants(*k, c.kernelbench.pch_variants);
   take(*k, "nvcc_halves", c.kernelbench.nvcc_halves);
   take(*k, "adjacent_baseline", c.kernelbench.adjacent_baseline);

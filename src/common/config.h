@@ -105,6 +105,7 @@ struct KernelBenchConfig {
   std::filesystem::path cache_dir;    // torch extension builds + precompiled headers; empty = <state>/cache
   std::string cuda_arch_list;         // TORCH_CUDA_ARCH_LIST for builds; empty = ask nvidia-smi once
   bool precompiled_header = true;     // build torch/extension.h once per node and torch version
+  bool light_headers = true;          // main.cpp and the .cu try light torch headers first (light_headers.py)
   // its optimisation levels (python/kjudge_harness/pch.py), each ~30 CPU-s and 620 MB on the cpu
   std::vector<std::string> pch_variants = {"O0", "O2", "O3"};
   // the reference's timed loop right after each candidate's, in the same GPU-lock hold and on the

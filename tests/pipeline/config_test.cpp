@@ -57,6 +57,13 @@ TEST(Config, NvccHalvesOnByDefaultAndSwitchedOff) {
   EXPECT_FALSE(kj::load_config(d.path / "kjudged.toml").kernelbench.nvcc_halves);
 }
 
+TEST(Config, LightHeadersOnByDefaultAndCanBeTurnedOff) {
+  EXPECT_TRUE(kj::load_config(std::nullopt).kernelbench.light_headers);
+  TempDir d;
+  write(d.path / "kjudged.toml", "[kernelbench]\nlight_headers = false\n");
+  EXPECT_FALSE(kj::load_config(d.path / "kjudged.toml").kernelbench.light_headers);
+}
+
 TEST(Config, PchVariantsAllThreeByDefaultOrAListOfKnownLevels) {
   EXPECT_EQ(kj::load_config(std::nullopt).kernelbench.pch_variants, (std::vector<std::string>{"O0", "O2", "O3"}));
   TempDir d;

@@ -90,7 +90,8 @@ fs::path make_pch(const Config& cfg, const fs::path& dir, bool with_cuda) {
   HarnessRun run;
   run.role = "pch";
   run.job_dir = work;
-  run.request = {{"pch_out", "/job"}, {"with_cuda", with_cuda}, {"variants", cfg.kernelbench.pch_variants}};
+  run.request = {{"pch_out", "/job"}, {"with_cuda", with_cuda}, {"variants", cfg.kernelbench.pch_variants},
+                 {"light", cfg.kernelbench.light_headers}};
   if (with_cuda) run.request["arch_list"] = kernelbench_cuda_arch_list(cfg);  // torch's writer needs one
   run.wall_ms = 1'800'000;  // once per node; a loaded 2-core machine needs ~10 min for three variants
   run.file_size_bytes = 4ull << 30;
@@ -188,7 +189,8 @@ json build_request(const v1::Job& job, const Config& cfg, const KernelBenchBuild
               {"policy_overrides", policy_overrides},
               // the harness's nvcc keeps its two front ends at once under the build's limit (nvcc_steps.py)
               {"memory_limit_bytes", cfg.sandbox.compile_memory_bytes},
-              {"nvcc_halves", cfg.kernelbench.nvcc_halves}};
+              {"nvcc_halves", cfg.kernelbench.nvcc_halves},
+              {"light_headers", cfg.kernelbench.light_headers}};
   if (in.completion) req["completion_path"] = "/job/completion.md";
   return req;
 }
