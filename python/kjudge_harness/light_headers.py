@@ -65,9 +65,11 @@ def build(load_inline, bound, ext_dir, pch_dir=None):
     light_cu, light_main = _has_cuda(bound), light_main_dir(pch_dir, bound)
     if not (light_cu or light_main):
         return load_inline(**included(bound, pch_dir)), ""
-    env = {"NVCC_PREPEND_FLAGS": f"-I{shadow_dir(ext_dir)} {os.environ.get('NVCC_PREPEND_FLAGS', '')}".strip()}
+    # the .cu's shadow header is written only for a build that has a .cu
+    env = {"NVCC_PREPEND_FLAGS": f"-I{shadow_dir(ext_dir)} {os.environ.get('NVCC_PREPEND_FLAGS', '')}".strip()} \
+        if light_cu else {}
     try:
-        with scoped_env(**(env if light_cu else {})):
+        with scoped_env(**env):
             return load_inline(**included(fresh(bound), light_main or pch_dir)), "light"
     except RuntimeError as exc:  # "Error building extension ...": the full headers decide
         text = str(exc)

@@ -11,6 +11,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import torch
 from torch.utils.cpp_extension import load_inline
 
 from eval_workspace import suite_pch
@@ -32,14 +33,12 @@ def build(tmp_path, name, source):
 
 
 def test_sources_that_need_only_the_light_header_are_built_with_it(tmp_path):
-    import torch
     module, mode = build(tmp_path, "kj_light_main_probe", SUM)
     assert mode == "light"
     assert module.total(torch.ones(10)) == 10.0
 
 
 def test_a_source_that_needs_the_full_header_is_built_again_with_it(tmp_path):
-    import torch
     module, mode = build(tmp_path, "kj_full_main_probe", SUM_NEEDS_FULL)
     assert mode == "full"
     assert module.total(torch.ones(7)) == 7.0
