@@ -319,8 +319,9 @@ def step_report(a):
     entries = entries_of(a)
     submitted, kb_n = len(entries), len(kb_subset(entries, a.kb_n))
     table = run_table(rows, windows, smi, submitted, kb_n)
-    build_cpu = [r["phase_seconds"].get("build.cpu_seconds") for r in rows if r["step"] == "a"
-                 and r.get("phase_seconds", {}).get("build.cpu_seconds")]
+    built = [r["phase_seconds"] for r in rows if r["step"] == "a" and r.get("phase_seconds", {}).get("build.cpu_seconds")]
+    build_cpu = [p["build.cpu_seconds"] for p in built]
+    light = sum(1 for p in built if p.get("build.light_headers"))
     out = ["# RL-step benchmark (bench/rlstep)", "", "- date: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
            "- candidates: %d distinct sources (manifest %s)" % (submitted, os.path.basename(a.manifest)),
            "- GPUs: runs a and c on GPU 0, b's GPU phases on GPUs 0..n-1 (n in the run's name)", "",
@@ -333,8 +334,9 @@ def step_report(a):
             fmt(t["cpu_s_per_candidate"]), t["verdicts"]))
     if build_cpu:
         out += ["", "Run a, kjudge's own build CPU-s per candidate under load (`phase_seconds[\"build.cpu_seconds\"]`, "
-                "the build sandbox's tree): median %.1f, p90 %.1f over %d builds." % (
-                    statistics.median(build_cpu), sorted(build_cpu)[int(0.9 * (len(build_cpu) - 1))], len(build_cpu))]
+                "the build sandbox's tree): median %.1f, p90 %.1f over %d builds; %d of them with the light torch "
+                "headers (`build.light_headers`)." % (
+                    statistics.median(build_cpu), sorted(build_cpu)[int(0.9 * (len(build_cpu) - 1))], len(build_cpu), light)]
     by = {t["run"][0]: t for t in table}
     if "a" in by and "c" in by and by["c"]["makespan_s"]:
         c_span = by["c"]["makespan_s"] * submitted / kb_n  # both of its phases grow linearly with the batch

@@ -286,7 +286,8 @@ void BuildNode::build(const RunningPtr& r) {
     ++builds_done_;
     log::info("build.done", {{"job_id", job.job_id()}, {"tenant", job.tenant()}, {"key", r->work.key},
                              {"cuda_arch_list", r->work.cuda_arch_list},
-                             {"verdict", o.verdict}, {"message", o.message}, {"seconds", o.seconds}});
+                             {"verdict", o.verdict}, {"message", o.message}, {"seconds", o.seconds},
+                             {"cpu_seconds", o.cpu_seconds}, {"light_headers", o.light_headers}});
   } catch (const std::exception& e) {
     store_.release(r->work.key);  // a judging node builds it, or another build node
     log::error("build.failed", {{"job_id", job.job_id()}, {"key", r->work.key}, {"error", e.what()}});

@@ -123,6 +123,7 @@ def test_parallel_evals_of_strict_and_compat_build_once():
         replayed = [p for p in phases if p.get("build.replayed") == 1 and "build.build" not in p]
         assert len(built) == 1 and len(replayed) == 1, phases
         assert replayed[0].get("build.flight_wait", 0) > 0, phases  # it waited for the other process's build
+        assert built[0].get("build.light_headers") == 1, phases  # its one extension, with the light headers
         print(f"built in {built[0]['build.build']:.1f} s ({built[0].get('build.cpu_seconds', 0):.1f} CPU-s), "
               f"the other process waited {replayed[0]['build.flight_wait']:.1f} s and replayed it")
     finally:

@@ -243,6 +243,14 @@ bool all_cache_hits(const json& records) {
   return all;
 }
 
+// How many of the build's extensions compiled with the light torch headers (light_headers.py), as
+// the flag-like phases do (build.replayed): the share a node's builds get of that saving shows.
+void count_light_headers(const json& records, v1::Result& r) {
+  double light = 0;
+  for (const auto& rec : records) light += rec.value("headers", "") == "light" ? 1 : 0;
+  if (!records.empty()) (*r.mutable_phase_seconds())["build.light_headers"] = light;
+}
+
 bool backend_needs_cuda_arch(const std::string& backend) { return backend != "cpu" && backend != "triton"; }
 
 std::string build_arch(const Config& cfg, const std::string& backend) {
@@ -386,6 +394,7 @@ void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildIn
   r.mutable_compile()->set_ok(true);
   const json records = build.report->value("extensions", json::array());
   r.mutable_compile()->set_cache_hit(all_cache_hits(records));
+  count_light_headers(records, r);
   out.manifest = publish_builds(records, in.build_dir, ext_cache, out.binds);
   if (out.manifest.size() == records.size())
     memo.store(*build.report, in.completion ? read_text(in.build_dir / "candidate.py") : "");

@@ -32,6 +32,9 @@ PrebuildOutcome prebuild_kernelbench(const v1::Job& job, const Config& cfg, Buil
   out.verdict = built.failure ? v1::Verdict_Name(built.failure->verdict) : "OK";
   out.message = built.failure ? built.failure->message : "";
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto& phases = r.phase_seconds();
+  if (auto it = phases.find("build.cpu_seconds"); it != phases.end()) out.cpu_seconds = it->second;
+  if (auto it = phases.find("build.light_headers"); it != phases.end()) out.light_headers = it->second;
   return out;
 }
 

@@ -14,6 +14,8 @@ struct PrebuildOutcome {
   std::string verdict;  // "OK" (built), or the build's failure verdict (COMPILE_ERROR, ...)
   std::string message;
   double seconds = 0;
+  double cpu_seconds = 0;    // the build's whole tree (build.cpu_seconds)
+  double light_headers = 0;  // extensions compiled with the light torch headers (build.light_headers)
 };
 
 // The caller holds the key's lease (kernelbench_build_key); it is published or released here.
