@@ -95,3 +95,12 @@ def test_gpu_phases_of_one_gpu_count_and_two_admissions_are_two_runs(tmp_path):
     assert [(r["run"], r["per_hour_per_gpu"]) for r in runs] == [
         ("b: builds supplied (GPU phase, 1 GPU, candidate share 0.3)", 4 / 40 * 3600),
         ("b: builds supplied (GPU phase, 1 GPU)", 4 / 20 * 3600)]
+
+
+def test_run_a_says_its_build_cpu_and_how_many_builds_were_light(tmp_path):
+    built = [{"build.cpu_seconds": s, "build.light_headers": light} for s, light in ((40, 1), (50, 1), (60, 0))]
+    rows = [{"step": "a", "verdict": "OK", "phase_seconds": p} for p in built]
+    rows.append({"step": "a", "verdict": "OK", "phase_seconds": {"build.replayed": 1}})  # a replay: no build
+    report(tmp_path, 4, [{"step": "a", "start": 0, "end": 10, "cpu_s": 160}], rows)
+    table = (tmp_path / "table.md").read_text()
+    assert "median 50.0, p90 50.0 over 3 builds; 2 of them with the light torch headers" in table
