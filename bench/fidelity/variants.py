@@ -7,7 +7,9 @@ the extension name always changes, so every variant is its own source text and i
 
 Deterministic: the same corpus and arguments give the same files, byte for byte.
 
-Usage: python3 bench/fidelity/variants.py OUT_DIR [--n 160] [--layout both|corpus|kb-runs]
+Usage: python3 bench/fidelity/variants.py OUT_DIR [--n 160] [--layout both|corpus|kb-runs] [--problems K]
+  --problems K: only K of the corpus's problems, spread evenly over it, each with many samples (a
+                GRPO-shaped batch: the per-problem work, the reference and its baselines, paid once)
   OUT_DIR/<slug>/<candidate>_v<k>.py   and OUT_DIR/manifest.json (corpus.json's fields + variant_of,
                                         usable as fidelity.py --manifest)
   OUT_DIR/runs/level_<L>_problem_<P>_sample_<S>_kernel.py   KernelBench's runs/ layout (kjudge-bench --generations)
@@ -138,12 +140,23 @@ def problem_ids(problem):
     return level, pid
 
 
+def of_problems(entries, k):
+    """The entries of k problems spread evenly over the corpus's distinct problems, in its order
+    (problem by problem, level 1 first); k = 0: all."""
+    problems = list(dict.fromkeys(e["problem"] for e in entries))
+    if not k or k >= len(problems):
+        return entries
+    keep = {problems[i * len(problems) // k] for i in range(k)}
+    return [e for e in entries if e["problem"] in keep]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
     ap.add_argument("--n", type=int, default=160)
     ap.add_argument("--manifest", default=os.path.join(HERE, "corpus.json"))
     ap.add_argument("--layout", choices=("both", "corpus", "kb-runs"), default="both")
+    ap.add_argument("--problems", type=int, default=0)
     a = ap.parse_args()
     out = os.path.abspath(a.out_dir)
     repo = os.path.normpath(os.path.join(HERE, "../.."))
@@ -151,7 +164,7 @@ def main():
         ignored = subprocess.run(["git", "-C", repo, "check-ignore", "-q", out], capture_output=True).returncode == 0
         if not ignored:
             sys.exit("variants.py: %s is inside the repository and not git-ignored" % out)
-    entries = json.load(open(a.manifest))
+    entries = of_problems(json.load(open(a.manifest)), a.problems)
     plans = {e["candidate"]: combos_for(e["candidate"][len("corpus/"):]) for e in entries}
     # round robin over the candidates, so every problem gets variants before any gets many
     picked, k = [], 0

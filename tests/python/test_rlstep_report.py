@@ -104,3 +104,17 @@ def test_run_a_says_its_build_cpu_and_how_many_builds_were_light(tmp_path):
     report(tmp_path, 4, [{"step": "a", "start": 0, "end": 10, "cpu_s": 160}], rows)
     table = (tmp_path / "table.md").read_text()
     assert "median 50.0, p90 50.0 over 3 builds; 2 of them with the light torch headers" in table
+
+
+def test_a_grpo_shaped_batch_has_few_problems_with_many_distinct_samples(tmp_path):
+    out = tmp_path / "v"
+    subprocess.run([sys.executable, os.path.join(REPO, "bench", "fidelity", "variants.py"), str(out), "--n", "24",
+                    "--layout", "corpus", "--problems", "4"], check=True, capture_output=True)
+    manifest = json.load(open(out / "manifest.json"))
+    per_problem = {}
+    for e in manifest:
+        per_problem.setdefault(e["problem"], []).append(open(e["candidate"]).read())
+    assert len(manifest) == 24 and len(per_problem) == 4
+    assert all(len(texts) >= 4 and len(set(texts)) == len(texts) for texts in per_problem.values())
+    levels = {p.split("/")[0] for p in per_problem}
+    assert len(levels) >= 2, per_problem.keys()  # spread over the corpus, not its first problems
