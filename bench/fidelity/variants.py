@@ -140,13 +140,17 @@ def problem_ids(problem):
     return level, pid
 
 
+def spread_evenly(items, n):
+    """n of items, evenly spaced over them in their order; n = 0 or n >= len(items): all."""
+    if not n or n >= len(items):
+        return items
+    return [items[i * len(items) // n] for i in range(n)]
+
+
 def of_problems(entries, k):
     """The entries of k problems spread evenly over the corpus's distinct problems, in its order
     (problem by problem, level 1 first); k = 0: all."""
-    problems = list(dict.fromkeys(e["problem"] for e in entries))
-    if not k or k >= len(problems):
-        return entries
-    keep = {problems[i * len(problems) // k] for i in range(k)}
+    keep = set(spread_evenly(list(dict.fromkeys(e["problem"] for e in entries)), k))
     return [e for e in entries if e["problem"] in keep]
 
 

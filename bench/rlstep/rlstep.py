@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "bench", "fidelity"))
 from fidelity import UNSCORED, QueueJudge, summarize_result  # noqa: E402
+from variants import spread_evenly  # noqa: E402
 
 TENANT = "rlstep"
 
@@ -166,9 +167,7 @@ def kb_subset(entries, n):
     """n entries spread evenly over the manifest (which lists variants problem by problem), so a
     device session too short for KernelBench's sequential evaluation of the whole batch still
     samples every part of it; n = 0: all."""
-    if not n or n >= len(entries):
-        return entries
-    return [entries[i * len(entries) // n] for i in range(n)]
+    return spread_evenly(entries, n)
 
 
 def step_c(a):
