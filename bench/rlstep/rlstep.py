@@ -54,6 +54,9 @@ class Window:
 
     def __enter__(self):
         self.t0, self.cpu0 = time.time(), node_cpu_seconds()
+        # an opening line: a step stopped before its end (a device session's time) still has its start
+        with open(os.path.join(self.out, "windows.jsonl"), "a") as f:
+            f.write(json.dumps({"step": self.step, "start": self.t0}) + "\n")
         return self
 
     def __exit__(self, *exc):
@@ -240,6 +243,31 @@ def device_memory_max_gib(smi, start, end, gpus=1):
     return max(xs) / 1024 if xs else None
 
 
+def row_step(window_step):
+    """The rows.jsonl step of a window's verdicts: a -> a, b-judge-<label> -> b-<label>, c-eval -> c."""
+    if window_step.startswith("b-judge-"):
+        return "b-" + window_step[len("b-judge-"):]
+    return {"c-eval": "c"}.get(window_step, window_step)
+
+
+def ended_windows(windows, rows):
+    """Every window with an end. One that has only its opening line was stopped: it ends at its last
+    verdict and is marked stopped (its CPU-s unknown). Verdicts of a step with no window at all (runs
+    from before opening lines were written) get a stopped one from their own submit and done times."""
+    ended = [w for w in windows if "end" in w]
+    closed = {(w["step"], w["start"]) for w in ended}
+    for w in windows:
+        if "end" not in w and (w["step"], w["start"]) not in closed:
+            done = [r["done_at"] for r in rows if r["step"] == row_step(w["step"]) and r.get("done_at", 0) >= w["start"]]
+            ended.append({**w, "end": max(done, default=w["start"]), "cpu_s": None, "stopped": True})
+    windowed = {row_step(w["step"]) for w in windows}
+    for step in dict.fromkeys(r["step"] for r in rows if r["step"] not in windowed and "wall_s" in r):
+        rs = [r for r in rows if r["step"] == step and "wall_s" in r]
+        ended.append({"step": {"c": "c-eval"}.get(step, step), "start": min(r["done_at"] - r["wall_s"] for r in rs),
+                      "end": max(r["done_at"] for r in rs), "cpu_s": None, "stopped": True})
+    return ended
+
+
 def run_names(windows):
     """(name, the steps whose windows make its makespan, the step whose rows are its verdicts, GPUs
     it ran on) per run. Run b has one GPU phase per GPU count and setting (b-judge-g<n>[-share<x>],
@@ -270,11 +298,13 @@ def run_table(rows, windows, smi, submitted, kb_n):
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
         util, busy = gpu_share(smi, start, end, gpus)
         n = kb_n if verdict_step == "c" else submitted
-        table.append({"run": name, "step": verdict_step, "gpus": gpus, "makespan_s": span, "candidates": n, "judged": len(judged),
+        cpu = None if any(w["cpu_s"] is None for w in ws) else sum(w["cpu_s"] for w in ws)
+        table.append({"run": name + (" (stopped)" if any(w.get("stopped") for w in ws) else ""), "step": verdict_step,
+                      "stopped": any(w.get("stopped") for w in ws), "gpus": gpus, "makespan_s": span, "candidates": n, "judged": len(judged),
                       "per_hour_per_gpu": (len(judged) / span * 3600 / gpus) if span and judged else None,
                       "gpu_util_mean": util, "gpu_busy_share": busy,
                       "device_memory_max_gib": device_memory_max_gib(smi, start, end, gpus),
-                      "cpu_s_per_candidate": (sum(w["cpu_s"] for w in ws) / n) if n else None,
+                      "cpu_s_per_candidate": (cpu / n) if n and cpu is not None else None,
                       "verdicts": counts})
     return table
 
@@ -308,12 +338,24 @@ def where_lines(rows, table):
     return out
 
 
+def speedup_agreement(rows):
+    """kjudge's speedup (run a) over KernelBench's (run c) on the candidates both judged correct."""
+    kb = {r["candidate"]: r["speedup"] for r in rows if r["step"] == "c" and r["verdict"] == "OK" and r.get("speedup")}
+    ratios = sorted(r["speedup"] / kb[r["candidate"]] for r in rows
+                    if r["step"] == "a" and r["verdict"] == "OK" and r.get("speedup") and r["candidate"] in kb)
+    if not ratios:
+        return []
+    return ["", "Speedup, kjudge (a) / KernelBench (c), on the %d candidates both judged correct: median %.2f, "
+            "range %.2f-%.2f." % (len(ratios), statistics.median(ratios), ratios[0], ratios[-1])]
+
+
 def fmt(x, f="%.1f"):
     return "-" if x is None else f % x
 
 
 def step_report(a):
-    rows, windows = load(os.path.join(a.out, "rows.jsonl")), load(os.path.join(a.out, "windows.jsonl"))
+    rows = load(os.path.join(a.out, "rows.jsonl"))
+    windows = ended_windows(load(os.path.join(a.out, "windows.jsonl")), rows)
     smi = smi_rows(os.path.join(a.out, "smi.csv"))
     entries = entries_of(a)
     submitted, kb_n = len(entries), len(kb_subset(entries, a.kb_n))
@@ -321,7 +363,8 @@ def step_report(a):
     built = [r["phase_seconds"] for r in rows if r["step"] == "a" and r.get("phase_seconds", {}).get("build.cpu_seconds")]
     build_cpu = [p["build.cpu_seconds"] for p in built]
     light = sum(1 for p in built if p.get("build.light_headers"))
-    out = ["# RL-step benchmark (bench/rlstep)", "", "- date: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+    out = ["# RL-step benchmark (bench/rlstep)", "", "- date: %s UTC" % time.strftime(
+               "%Y-%m-%d %H:%M", time.gmtime(min((w["start"] for w in windows), default=time.time()))),  # the run's, not the report's
            "- candidates: %d distinct sources (manifest %s)" % (submitted, os.path.basename(a.manifest)),
            "- GPUs: runs a and c on GPU 0, b's GPU phases on GPUs 0..n-1 (n in the run's name)", "",
            "| run | makespan s | judged / submitted | candidates / h / GPU | GPU util mean % | GPU busy share | device memory max GiB | node CPU-s / candidate | verdicts |",
@@ -337,7 +380,11 @@ def step_report(a):
                 "headers (`build.light_headers`)." % (
                     statistics.median(build_cpu), sorted(build_cpu)[int(0.9 * (len(build_cpu) - 1))], len(build_cpu), light)]
     by = {t["run"][0]: t for t in table}
-    if "a" in by and "c" in by and by["c"]["makespan_s"]:
+    if "a" in by and "c" in by and by["c"]["stopped"]:
+        out += ["", "Makespan a / c <= %.2f (target <= 0.33): c was stopped after %d of its %d candidates (the device "
+                "session's time), so its %.0f s are a lower bound on its makespan." % (
+                    by["a"]["makespan_s"] / by["c"]["makespan_s"], by["c"]["judged"], kb_n, by["c"]["makespan_s"])]
+    elif "a" in by and "c" in by and by["c"]["makespan_s"]:
         c_span = by["c"]["makespan_s"] * submitted / kb_n  # both of its phases grow linearly with the batch
         how = "" if kb_n == submitted else (" (c ran %d of the %d candidates; its makespan scaled by %d/%d to %.0f s: "
                                            "an estimate, not a measurement)" % (kb_n, submitted, submitted, kb_n, c_span))
@@ -349,6 +396,7 @@ def step_report(a):
             rate, rate1 = t["per_hour_per_gpu"] * t["gpus"], one[0]["per_hour_per_gpu"]
             out += ["", "b's GPU phase on %d GPUs: %.0f candidates/h against %.0f on one GPU: %.2fx (ideal %d)." % (
                 t["gpus"], rate, rate1, rate / rate1, t["gpus"])]
+    out += speedup_agreement(rows)
     out += where_lines(rows, table)
     md = "\n".join(out) + "\n"
     open(os.path.join(a.out, "table.md"), "w").write(md)
