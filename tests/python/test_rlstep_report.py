@@ -118,3 +118,32 @@ def test_a_grpo_shaped_batch_has_few_problems_with_many_distinct_samples(tmp_pat
     assert all(len(texts) >= 4 and len(set(texts)) == len(texts) for texts in per_problem.values())
     levels = {p.split("/")[0] for p in per_problem}
     assert len(levels) >= 2, per_problem.keys()  # spread over the corpus, not its first problems
+
+
+def test_a_stopped_c_bounds_the_ratio_from_its_last_verdict(tmp_path):
+    """c stopped mid-evaluation (a device session's end) has only its eval window's opening line:
+    its makespan runs to its last verdict, it is marked stopped, and a / c is an upper bound, not
+    scaled; kjudge's speedups are set against KernelBench's on the candidates both judged correct."""
+    rows = [{"step": "a", "verdict": "OK", "candidate": "c%d.py" % i, "speedup": 2.0} for i in range(8)]
+    rows += [{"step": "c", "verdict": "OK", "candidate": "c%d.py" % i, "speedup": s, "done_at": 240 + 10 * i, "wall_s": 10}
+             for i, s in enumerate((2.0, 1.0, 4.0))]
+    report(tmp_path, 8, [{"step": "a", "start": 0, "end": 50, "cpu_s": 400},
+                         {"step": "c-build", "start": 200}, {"step": "c-build", "start": 200, "end": 230, "cpu_s": 100},
+                         {"step": "c-eval", "start": 230}], rows)
+    runs = {r["run"][0]: r for r in json.load(open(tmp_path / "results.json"))["runs"]}
+    assert runs["c"]["stopped"] and not runs["a"]["stopped"]
+    assert (runs["c"]["makespan_s"], runs["c"]["judged"], runs["c"]["cpu_s_per_candidate"]) == (30 + 30, 3, None)
+    table = (tmp_path / "table.md").read_text()
+    assert "c: KernelBench (builds, then evaluation) (stopped)" in table
+    assert "Makespan a / c <= 0.83" in table and "stopped after 3 of its 8 candidates" in table
+    assert "on the 3 candidates both judged correct: median 1.00, range 0.50-2.00" in table
+
+
+def test_verdicts_without_any_window_get_one_from_their_own_times(tmp_path):
+    """Rows of an older run whose stopped step wrote no window line: the window is the span from
+    the first submission (done_at - wall_s) to the last verdict."""
+    rows = [{"step": "c", "verdict": "OK", "candidate": "c0.py", "done_at": 300, "wall_s": 40},
+            {"step": "c", "verdict": "OK", "candidate": "c1.py", "done_at": 330, "wall_s": 30}]
+    report(tmp_path, 4, [{"step": "c-build", "start": 200, "end": 260, "cpu_s": 0}], rows)
+    runs = {r["run"][0]: r for r in json.load(open(tmp_path / "results.json"))["runs"]}
+    assert runs["c"]["stopped"] and runs["c"]["makespan_s"] == 60 + 70
