@@ -243,28 +243,25 @@ def device_memory_max_gib(smi, start, end, gpus=1):
     return max(xs) / 1024 if xs else None
 
 
-def row_step(window_step):
-    """The rows.jsonl step of a window's verdicts: a -> a, b-judge-<label> -> b-<label>, c-eval -> c."""
-    if window_step.startswith("b-judge-"):
-        return "b-" + window_step[len("b-judge-"):]
-    return {"c-eval": "c"}.get(window_step, window_step)
-
-
 def ended_windows(windows, rows):
     """Every window with an end. One that has only its opening line was stopped: it ends at its last
-    verdict and is marked stopped (its CPU-s unknown). Verdicts of a step with no window at all (runs
-    from before opening lines were written) get a stopped one from their own submit and done times."""
+    verdict and is marked stopped (its CPU-s unknown). Verdicts of a run whose last step has no window
+    at all (runs from before opening lines were written) get a stopped one from their own submit and
+    done times. Which rows are a window's verdicts is run_names' mapping."""
+    runs = run_names(windows)
+    verdict_step = {step: v for _, steps, v, _ in runs for step in steps}
     ended = [w for w in windows if "end" in w]
     closed = {(w["step"], w["start"]) for w in ended}
     for w in windows:
         if "end" not in w and (w["step"], w["start"]) not in closed:
-            done = [r["done_at"] for r in rows if r["step"] == row_step(w["step"]) and r.get("done_at", 0) >= w["start"]]
+            done = [r["done_at"] for r in rows if r["step"] == verdict_step.get(w["step"]) and r.get("done_at", 0) >= w["start"]]
             ended.append({**w, "end": max(done, default=w["start"]), "cpu_s": None, "stopped": True})
-    windowed = {row_step(w["step"]) for w in windows}
-    for step in dict.fromkeys(r["step"] for r in rows if r["step"] not in windowed and "wall_s" in r):
-        rs = [r for r in rows if r["step"] == step and "wall_s" in r]
-        ended.append({"step": {"c": "c-eval"}.get(step, step), "start": min(r["done_at"] - r["wall_s"] for r in rs),
-                      "end": max(r["done_at"] for r in rs), "cpu_s": None, "stopped": True})
+    opened = {w["step"] for w in windows}
+    for _, steps, v, _ in runs:
+        rs = [r for r in rows if r["step"] == v and "wall_s" in r]
+        if rs and steps[-1] not in opened:
+            ended.append({"step": steps[-1], "start": min(r["done_at"] - r["wall_s"] for r in rs),
+                          "end": max(r["done_at"] for r in rs), "cpu_s": None, "stopped": True})
     return ended
 
 
@@ -299,8 +296,8 @@ def run_table(rows, windows, smi, submitted, kb_n):
         util, busy = gpu_share(smi, start, end, gpus)
         n = kb_n if verdict_step == "c" else submitted
         cpu = None if any(w["cpu_s"] is None for w in ws) else sum(w["cpu_s"] for w in ws)
-        table.append({"run": name + (" (stopped)" if any(w.get("stopped") for w in ws) else ""), "step": verdict_step,
-                      "stopped": any(w.get("stopped") for w in ws), "gpus": gpus, "makespan_s": span, "candidates": n, "judged": len(judged),
+        stopped = any(w.get("stopped") for w in ws)
+        table.append({"run": name + (" (stopped)" if stopped else ""), "step": verdict_step, "stopped": stopped, "gpus": gpus, "makespan_s": span, "candidates": n, "judged": len(judged),
                       "per_hour_per_gpu": (len(judged) / span * 3600 / gpus) if span and judged else None,
                       "gpu_util_mean": util, "gpu_busy_share": busy,
                       "device_memory_max_gib": device_memory_max_gib(smi, start, end, gpus),
