@@ -120,13 +120,10 @@ def problem_key(request, source):
 
 
 class Cache:
-    """Problems and sets, least-recently-used first out, bounded in device bytes: by its budget,
-    and below it by a ceiling that leaves the device to the candidates running now (the cache is
-    an optimisation; what it holds beside them is memory no candidate could be admitted to)."""
+    """Problems and sets, least-recently-used first out, bounded in device bytes."""
 
     def __init__(self, budget_bytes):
         self.budget = budget_bytes
-        self.ceiling = budget_bytes
         self.entries = collections.OrderedDict()  # key -> (object, bytes)
         self.lock = threading.Lock()
         self.hits = self.misses = 0
@@ -142,28 +139,13 @@ class Cache:
 
     def put(self, key, obj, size):
         with self.lock:
-            if size > self.budget // 4 or size > self.ceiling:  # remade on the device when needed: cheaper than a quarter of the cache
+            if size > self.budget // 4:  # remade on the device when needed: cheaper than a quarter of the cache
                 return False
             self.entries[key] = (obj, size)
             self.entries.move_to_end(key)
-            self.trim()
+            while sum(b for _, b in self.entries.values()) > self.budget:
+                self.entries.popitem(last=False)
             return key in self.entries
-
-    def set_ceiling(self, nbytes):
-        """Holds at most `nbytes` (never more than the budget) from now on, least-recently-used
-        out first. Returns the bytes dropped."""
-        with self.lock:
-            before = self.bytes_held()
-            self.ceiling = max(0, min(self.budget, nbytes))
-            self.trim()
-            return before - self.bytes_held()
-
-    def trim(self):  # under self.lock
-        while self.entries and self.bytes_held() > self.ceiling:
-            self.entries.popitem(last=False)
-
-    def bytes_held(self):  # under self.lock
-        return sum(b for _, b in self.entries.values())
 
     def evict(self, nbytes):
         """Drops least-recently-used entries until `nbytes` are dropped (or none is left): the
@@ -176,4 +158,4 @@ class Cache:
 
     def used(self):
         with self.lock:
-            return self.bytes_held()
+            return sum(b for _, b in self.entries.values())

@@ -1,6 +1,5 @@
 """The worker's control socket: kjudged connects, sends one JSON line, reads one JSON line back.
-Requests: ping, prepare (a job's sets, its baseline when asked, its candidate channel), admitted
-(kjudged admitted the job's candidate with its device bytes: the cache yields to it), results
+Requests: ping, prepare (a job's sets, its baseline when asked, its candidate channel), results
 (what the candidate's channel saw; the job is then forgotten), forget, judge_seconds (a candidate's
 waits for the judge so far), prepare_waited (a prepare's waits for other jobs so far: waits.py),
 stacks (every thread's stack, logged before a worker that overran is killed).
@@ -60,7 +59,6 @@ class Worker:
         self.gpu_bytes = total if self.device.type == "cuda" else 0
         self.candidate_capacity = candidate_share.candidate_capacity(self.gpu_bytes, self.cache.budget,
                                                                      self.preparing.capacity)
-        self.admitted = {}  # job id -> the device bytes its running candidate was admitted with
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
         self.sm_clock = SmClock(self.device)
@@ -75,19 +73,14 @@ class Worker:
     def handle(self, req):
         op = req.get("op")
         if op == "ping":
-            with self.jobs_lock:
-                admitted = sum(self.admitted.values())
             return {"ok": True, "device": str(self.device), "cache_bytes": self.cache.used(),
-                    "cache_hits": self.cache.hits, "cache_misses": self.cache.misses, "jobs": len(self.jobs),
-                    "cache_ceiling": self.cache.ceiling, "admitted_bytes": admitted}
+                    "cache_hits": self.cache.hits, "cache_misses": self.cache.misses, "jobs": len(self.jobs)}
         if op == "prepare":
             return self.prepare_counted(req)
         if op == "prepare_waited":  # the daemon, at the reference's deadline: how much of it was others'
             with self.jobs_lock:
                 clock = self.prepare_clocks.get(req.get("job_id"))
             return {"ok": True, "waited_seconds": clock.seconds_now() if clock is not None else 0.0}
-        if op == "admitted":  # kjudged, before it starts the job's candidate
-            return {"ok": True, "cache_dropped_bytes": self.admit(req.get("job_id"), int(req.get("bytes", 0)))}
         if op == "results":
             job = self.pop(req)
             return {"ok": True, **job.wait_results(float(req.get("timeout", 10)))}
@@ -106,32 +99,9 @@ class Worker:
     def pop(self, req):
         with self.jobs_lock:
             job = self.jobs.pop(req.get("job_id"), None)
-            self.admitted.pop(req.get("job_id"), None)
-        self.fit_cache()
         if job is None:
             raise ValueError(f"no job {req.get('job_id')!r}")
         return job
-
-    def admit(self, job_id, nbytes):
-        """A candidate admitted with `nbytes`: the cache makes room for it before it starts (its
-        blocks back to the device, where the candidate's process can take them)."""
-        with self.jobs_lock:
-            if job_id not in self.jobs:
-                raise ValueError(f"no job {job_id!r}")
-            self.admitted[job_id] = max(0, nbytes)
-        return self.fit_cache()
-
-    def fit_cache(self):
-        """The cache's ceiling from the candidates admitted now; bytes dropped."""
-        with self.jobs_lock:
-            ceiling = candidate_share.cache_ceiling(self.gpu_bytes, self.cache.budget, self.preparing.capacity,
-                                                    sum(self.admitted.values()))
-        if ceiling is None:
-            return 0
-        dropped = self.cache.set_ceiling(ceiling)
-        if dropped:
-            transport.release_cached(self.device)
-        return dropped
 
     def set_up_device(self):
         """The worker's CUDA context, made before the first reference runs (once), so a GPU that

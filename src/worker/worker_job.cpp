@@ -72,12 +72,6 @@ double WorkerJob::judge_seconds(std::chrono::milliseconds timeout) const {
   return ask_seconds("judge_seconds", "judge_seconds", timeout);
 }
 
-bool WorkerJob::admitted(std::uint64_t bytes, std::chrono::milliseconds timeout, std::string& why) const {
-  const auto reply = worker_->request({{"op", "admitted"}, {"job_id", id_}, {"bytes", bytes}}, timeout, &why);
-  if (reply && !reply->value("ok", false)) why = reply->value("error", std::string("refused"));
-  return reply && reply->value("ok", false);
-}
-
 double WorkerJob::prepare_waited(std::chrono::milliseconds timeout) const {
   return ask_seconds("prepare_waited", "waited_seconds", timeout);
 }

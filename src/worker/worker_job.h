@@ -44,9 +44,6 @@ class WorkerJob {
   double judge_seconds(std::chrono::milliseconds timeout) const;
   // How long the job's prepare, still running, has waited for other jobs (0 when not answered).
   double prepare_waited(std::chrono::milliseconds timeout) const;
-  // Tells the worker the job's candidate was admitted with `bytes` of device memory, before it
-  // starts: the worker's cache yields that room to it (candidate_share.py). False: not answered.
-  bool admitted(std::uint64_t bytes, std::chrono::milliseconds timeout, std::string& why) const;
   TrustedWorker& worker() { return *worker_; }
 
  private:

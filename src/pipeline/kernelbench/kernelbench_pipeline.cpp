@@ -421,15 +421,11 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
   k.timing["audit_calls"] = k.orep.value("audits", json::array());  // the worker may keep fewer (device memory)
   const HarnessRun c = candidate_role(k);
   // Device memory: the candidate's copies of a set, its output and its timing pool, admitted
-  // beside the other running candidates within what the worker leaves them (its preparations are
-  // its own, its cache yields: candidate_share.py); waiting here is the node's time, not the candidate's.
-  const auto bytes = k.orep.value("candidate_device_bytes", std::uint64_t{0});
+  // beside the other running candidates within what the worker leaves them (its cache and its
+  // preparations are its own: candidate_share.py); waiting here is the node's time, not the candidate's.
   if (!k.device_hold)
-    k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(bytes, candidate_capacity(k), &k.device_wait));
-  // the worker's cache gives the room back before the candidate allocates; a worker that does not
-  // answer fails the candidate's channel as well, where the job's fault is decided
-  if (std::string why; !k.wjob->admitted(bytes, std::chrono::seconds(30), why))
-    log::warn("kernelbench.cache_not_yielded", {{"job_id", k.job.job_id()}, {"why", why}});
+    k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(k.orep.value("candidate_device_bytes", std::uint64_t{0}),
+                                                                  candidate_capacity(k), &k.device_wait));
   (*r.mutable_phase_seconds())["device_memory_wait"] = k.device_wait;
   {
     // The daemon's clock: the sockets the candidate's harness and the worker (the reference's
