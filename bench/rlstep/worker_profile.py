@@ -22,7 +22,7 @@ def read_collapsed(path):
 def frame_name(frame):
     """`func (file.py:line)` without the line: one name per function."""
     name, _, where = frame.partition(" (")
-    return f"{name} ({where.split(':')[0].rsplit('/', 1)[-1]}" + (")" if where else "")
+    return f"{name} ({where.split(':')[0].rsplit('/', 1)[-1]}" + ")" if where else name
 
 
 def tally(stacks):
@@ -40,7 +40,9 @@ def tally(stacks):
 
 def report(path, rate, top):
     own, incl, total = tally(read_collapsed(path))
-    lines = [f"{path}: {total} samples of non-idle threads"]
+    # without native frames py-spy sees a thread blocked in a socket or a condition as not idle:
+    # these samples are where the threads were, waits included, not where they worked
+    lines = [f"{path}: {total} samples of threads py-spy did not see idle"]
     gil_path = path[:-4] + "-gil.txt"
     if os.path.exists(gil_path):
         _, gil_incl, gil_total = tally(read_collapsed(gil_path))

@@ -21,6 +21,7 @@ def test_samples_are_summed_by_function_without_thread_frames(tmp_path):
     assert own["fingerprint (meaning.py)"] == 15 and own["PrepareBudget.hold (prepare_budget.py)"] == 30
     assert incl["Worker.serve_connection (server.py)"] == 45 and incl["Job.prepare (job.py)"] == 15
     assert not any(name.startswith("thread") for name in incl)
+    assert worker_profile.frame_name("<module>") == "<module>"  # a frame without a place keeps its name
 
 
 def test_the_gil_twin_gives_the_seconds_the_gil_was_held(tmp_path):
