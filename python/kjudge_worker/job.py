@@ -92,7 +92,9 @@ class Job:
         self.listener = None
 
     # --- prepare (the daemon waits for this, under the reference's own budget) ---------------
-    def prepare(self):
+    def set_requests(self):
+        """The job's sets as asked (compat: KernelBench's trials and its timing inputs) and its
+        timing settings; the key its sets' facts are remembered under in its problem."""
         req = self.request
         sets = list(req.get("sets") or [])
         timing_cfg = dict(req.get("timing") or {})
@@ -102,9 +104,28 @@ class Job:
             sets.append({"name": "timing", "seed": 42, "timing_only": True})
             timing_cfg["pool"] = [len(seeds)]
             timing_cfg["audit_calls"] = []
-        self.timing_cfg = timing_cfg
+        key = tuple((spec["name"], int(spec["seed"]), spec.get("transform"), bool(spec.get("timing_only")))
+                    for spec in sets)
+        return sets, timing_cfg, key
+
+    def sets_known(self):
+        """An earlier job of this problem made these very sets (a group shares its seeds): their
+        facts are known, and this job's prepare makes none of them."""
+        return self.problem.sets_facts(self.set_requests()[2]) is not None
+
+    def prepare(self):
+        sets, self.timing_cfg, key = self.set_requests()
+        specs, flags = self.problem.sets_facts(key) or self.problem.remember_sets(key, self.make_sets(sets))
+        self.specs = [dict(e) for e in specs]
+        self.results["flags"].extend(flags)
+        return self.prepared_report()
+
+    def make_sets(self, sets):
+        """Each set made once (run through the reference, kept in the cache if it fits), and what
+        the job needs of it afterwards: its sizes, whether the reference gave NaN/Inf on it; the
+        reference's meaning over them all checked. Returns (the sets' facts, the job's flags)."""
+        specs, flags = [], []
         declared_finite = True
-        public = []
         meaning = Meaning()
         for k, spec in enumerate(sets):
             entry = {"name": spec["name"], "index": k, "seed": int(spec["seed"]),
@@ -121,22 +142,29 @@ class Job:
                 meaning.add(values, out)
             entry["output_nbytes"] = out.numel() * out.element_size()
             entry["input_nbytes"] = nbytes(values)
-            self.specs.append(entry)
-            pub = {"name": entry["name"], "index": k, "output_nbytes": entry["output_nbytes"],
-                   "variant": self.variant_text(entry)}
-            if "skipped" in entry:
-                pub["skipped"] = entry["skipped"]
-            if entry["timing_only"]:
-                pub["timing_only"] = True  # compat: timed, never compared (as KernelBench)
-            public.append(pub)
+            specs.append(entry)
             del values, out
         if self.problem.compat and meaning.constant() and not meaning.nonfinite():
             # KernelBench's own draws give one output (e.g. a ReLU after a shift no draw reaches):
             # KernelBench judges every candidate against it, and compat is KernelBench's verdict;
             # said in the result, and strict's variants give the problem its meaning back
-            self.results["flags"].append("reference_constant")
+            flags.append("reference_constant")
         elif meaning.problem():
             raise JobError(meaning.problem())
+        return specs, flags
+
+    def public_set(self, entry):
+        """What the daemon and the candidate's harness learn of a set: never its values."""
+        pub = {"name": entry["name"], "index": entry["index"], "output_nbytes": entry["output_nbytes"],
+               "variant": self.variant_text(entry)}
+        if "skipped" in entry:
+            pub["skipped"] = entry["skipped"]
+        if entry["timing_only"]:
+            pub["timing_only"] = True  # compat: timed, never compared (as KernelBench)
+        return pub
+
+    def prepared_report(self):
+        timing_cfg = self.timing_cfg
         total = self.heavy.total
         usable = [e["index"] for e in self.specs if "skipped" not in e]
         self.pool = self.timing_pool([k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1])
@@ -145,8 +173,9 @@ class Job:
         if total and len(self.audits) > 1 and 3 * out_max > AUDIT_MEMORY_SHARE * total:
             self.audits = self.audits[:1]  # the candidate keeps each audited output until its loop ends
         timing_cfg["audit_calls"] = self.audits
-        return {"sets": public, "pool": self.pool, "audits": self.audits, "init_inputs": self.problem.init_inputs,
-                "candidate_device_bytes": self.candidate_bytes(), "roofline": self.roofline()}
+        return {"sets": [self.public_set(e) for e in self.specs], "pool": self.pool, "audits": self.audits,
+                "init_inputs": self.problem.init_inputs, "candidate_device_bytes": self.candidate_bytes(),
+                "roofline": self.roofline()}
 
     def variant_text(self, entry):
         """What set `entry` is, for the result: a fresh draw, or a variant and what it kept."""
@@ -332,10 +361,10 @@ class Job:
                             # the worker's GPU work waits for timed loops: asked inside one, it never starts
                             raise ValueError(f"{op} while holding the GPU lock")
                         if op == "inputs":
-                            with self.section(msg.get("set")):
+                            with self.section(msg.get("set")), self.request_gpu_hold():
                                 self.send_inputs(conn, msg, shared)
                         elif op in ("output", "audit"):
-                            with self.section(msg.get("set") if op == "output" else None):
+                            with self.section(msg.get("set") if op == "output" else None), self.request_gpu_hold():
                                 self.take_output(op, msg, fds, shared)
                             fds = []
                             wire.send(conn, {"ok": True})
@@ -400,7 +429,7 @@ class Job:
                 held.release()
             for k in list(shared):  # each set's copies freed, whatever the check of another did
                 try:
-                    with self.section(k):
+                    with self.section(k), self.request_gpu_hold():
                         self.check_and_free(k, shared)
                 except (torch.cuda.OutOfMemoryError, transport.VmmError) as exc:
                     self.note_out_of_memory("input check", exc)
@@ -432,6 +461,17 @@ class Job:
         by[key] = by.get(key, 0.0) + seconds
         if heavy_wait:
             by["heavy_set_wait"] = by.get("heavy_set_wait", 0.0) + heavy_wait
+
+    def request_gpu_hold(self):
+        """The GPU lock shared once for a whole request, its steps (make, fingerprint, export;
+        import, check, compare) under it: each step took it on its own, and each waited again
+        behind every timed loop queued meanwhile (a median 1.8 s of shared-lock waits per job, most
+        of a job's judge wait, with 16 jobs on one H200: bench/results/rlstep-20261202-h200-grpo-b64),
+        the heavy-set lock held all the while. Not where a set may be drawn on the host beside a
+        GPU (compat's small sets): a timed loop never waits for a host-side draw."""
+        if self.problem.host_draw and self.device.type == "cuda":
+            return contextlib.nullcontext()
+        return self.steps.shared_gpu(self.lock_path)
 
     def section(self, k=None):
         """The heavy-set section for set k (None: the job's largest set)."""

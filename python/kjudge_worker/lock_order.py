@@ -46,6 +46,11 @@ def check(name, owner):
                              f"(order: {', '.join(RANK)})")
 
 
+def holds(name):
+    """This thread holds a lock named `name`."""
+    return any(n == name for n, _ in _held())
+
+
 def taken(name, owner):
     _held().append((name, owner))
 

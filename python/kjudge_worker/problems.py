@@ -32,6 +32,7 @@ def nbytes(values):
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
+PREPARED_GROUPS_KEPT = 256  # per problem: the facts of this many groups' sets (Problem.remember_sets)
 COMPAT_HOST_DRAW_MAX_BYTES = 256 << 20  # compat: inputs up to this are drawn on the host, as KernelBench
 
 
@@ -70,6 +71,9 @@ class Problem:
         self.bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
         self.variant_notes = {}  # transform -> what it kept (kin.transform's notes)
         self.work = None  # roofline.work_of, once the first job asks (it runs the reference once more)
+        # per job's sets (names, seeds, transforms): their facts (Job.make_sets), made once for a
+        # group: a set too large for the cache was made again by every job's prepare
+        self.prepared = collections.OrderedDict()
         self.input_bytes = declared_bytes(self.module)  # None: unknown (the worker then prepares it alone)
         # compat draws on the host as KernelBench does, except inputs too large for that: a host
         # draw of a 6.4 GB input takes ~10 s of one core, and each set is made up to three times
@@ -101,6 +105,18 @@ class Problem:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
             return values, out
+
+    def sets_facts(self, key):
+        """The facts of the sets `key` an earlier job made (None: none did)."""
+        return self.prepared.get(key)
+
+    def remember_sets(self, key, facts):
+        """Kept for the group's later jobs; the oldest groups' go first (a problem judged for
+        days sees thousands of groups)."""
+        self.prepared[key] = facts
+        while len(self.prepared) > PREPARED_GROUPS_KEPT:
+            self.prepared.popitem(last=False)
+        return facts
 
     def perturbed_output(self, values, perturb_seed, call):
         """The reference on the inputs timed call `call` saw (a copy, perturbed as the loop did:

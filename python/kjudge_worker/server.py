@@ -5,6 +5,7 @@ waits for the judge so far), prepare_waited (a prepare's waits for other jobs so
 stacks (every thread's stack, logged before a worker that overran is killed).
 Each connection is served
 by its own thread, so the jobs of several slots overlap (only timed loops take the GPU lock)."""
+import contextlib
 import json
 import os
 import socket
@@ -126,6 +127,20 @@ class Worker:
             with self.jobs_lock:
                 self.prepare_clocks.pop(job_id, None)
 
+    @contextlib.contextmanager
+    def admitted_to_prepare(self, job, problem, heavy):
+        """The preparation budget, then a large (or unknown) problem's heavy-set section: its sets
+        are made one job at a time, with room made for them first (the cache gives way when the
+        device is short), as every other heavy set's use is. Nothing to wait for where an earlier
+        job of the group made the job's sets (Job.sets_known): its prepare makes none."""
+        if job.sets_known():
+            yield
+            return
+        set_bytes = heavy.threshold if problem.input_bytes is None else problem.input_bytes
+        with self.preparing.hold(prepare_budget.estimate(problem.input_bytes, self.preparing.capacity)), \
+                heavy.section(set_bytes):
+            yield
+
     def prepare(self, req):
         self.set_up_device()
         t0 = time.perf_counter()
@@ -142,12 +157,8 @@ class Worker:
         phases["reference_init"] = time.perf_counter() - t0
         heavy = Heavy(self.heavy, self.gpu_bytes, self.device, self.cache)
         job = Job(req, problem, self.cache, self.device, self.lock_path, heavy, self.peaks, self.sm_clock)
-        # a large (or unknown) problem's sets are made one job at a time, with room made for them
-        # first (the cache gives way when the device is short), as every other heavy set's use is
-        set_bytes = heavy.threshold if problem.input_bytes is None else problem.input_bytes
         t1 = time.perf_counter()
-        with self.preparing.hold(prepare_budget.estimate(problem.input_bytes, self.preparing.capacity)), \
-                heavy.section(set_bytes):
+        with self.admitted_to_prepare(job, problem, heavy):
             phases["prepare_wait"] = time.perf_counter() - t1
             try:
                 report = job.prepare()

@@ -5,6 +5,7 @@ cached blocks back, waiting for the GPU lock shared): kjudged reports them as th
 import contextlib
 import time
 
+from . import lock_order
 from .gpu_lock import GpuLock
 
 
@@ -26,7 +27,11 @@ class Steps:
     @contextlib.contextmanager
     def shared_gpu(self, lock_path):
         """The GPU lock held shared (the worker's GPU work never overlaps a timed loop), its wait
-        counted as `gpu_lock_wait_shared`."""
+        counted as `gpu_lock_wait_shared`; a step of a request that holds it already (Job.serve)
+        goes on under that hold."""
+        if lock_order.holds("gpu"):
+            yield
+            return
         lock = GpuLock(lock_path, shared=True)
         self.add("gpu_lock_wait_shared", lock.acquire())
         try:

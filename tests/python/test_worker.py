@@ -270,6 +270,29 @@ def test_sets_are_cached_per_seed_and_shared_by_a_group(worker):
     assert after["cache_hits"] > before["cache_hits"]
 
 
+def test_a_groups_later_jobs_prepare_without_making_the_sets_an_earlier_job_made(uncached_worker):
+    """Sets too large for the cache (here: a cache that keeps none) were made again by every
+    job's prepare; a group's later jobs now take their facts from the first's, make none, and their
+    candidates are judged on the same sets as before."""
+    root = uncached_worker
+    first = prepare(root, job_id="a")
+    before = ask(root, {"op": "ping"})
+    later = prepare(root, job_id="b")
+    assert first["ok"] and later["ok"] and later["sets"] == first["sets"]
+    assert ask(root, {"op": "ping"})["cache_misses"] == before["cache_misses"]  # no set looked for, none made
+    other = prepare(root, job_id="c", sets=[{"name": "declared", "seed": 99}])  # another group's seeds
+    assert other["ok"]
+    chan = Channel(os.path.join(root, "chan/b/sock"), torch.device("cpu"))
+    for k in (0, 1):
+        x = chan.inputs(k)[0]
+        chan.send_output("output", k, torch.relu(x), {"dtype": "float32", "shape": list(x.shape)})
+    chan.close()
+    res = ask(root, {"op": "results", "job_id": "b"})
+    assert res["sets"]["0"]["passed"] and res["sets"]["1"]["passed"] and res["flags"] == []
+    made = {j: ask(root, {"op": "results", "job_id": j, "timeout": 0})["worker_step_seconds"] for j in ("a", "c")}
+    assert "make_set" in made["a"] and "make_set" in made["c"]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32])
 def test_device_comparator_matches_the_daemons_rules(dtype):
     e = torch.tensor([0.0, 1.0, -2.0, float("nan"), float("inf"), 3.0, 100.0]).to(dtype)

@@ -102,3 +102,73 @@ def test_a_lock_taken_against_the_order_fails_before_it_waits(tmp_path):
         t.start()
         t.join(10)
     assert other == [True]
+
+
+SLOW_REFERENCE = '''
+import time
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(0.4)  # a reference that takes a while on the device
+        return x * 2
+def get_inputs():
+    return [torch.rand(4, 64)]
+def get_init_inputs():
+    return []
+'''
+
+
+def shared_holder(path):
+    """Someone holds the GPU lock (an exclusive try fails)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_a_request_takes_the_gpu_lock_once_so_a_timed_loop_queued_meanwhile_waits_for_its_end(tmp_path):
+    """A candidate's request (here: a set made again, fingerprinted, handed over) holds the GPU lock
+    shared from its first step to its reply. When each step took it on its own, a timed loop that
+    queued during the first step went in between, and the request waited a whole loop per step."""
+    import torch
+    from kjudge_harness.channel import Channel
+    from kjudge_worker.job import Heavy, Job
+    from kjudge_worker.problems import Cache
+    from kjudge_worker.waits import CountedLock
+
+    ref = tmp_path / "ref.py"
+    ref.write_text(SLOW_REFERENCE)
+    lock_path, cpu = str(tmp_path / "gpu.lock"), torch.device("cpu")
+    problem = Problem("s" * 16, str(ref), None, "fp32", "strict", 1, cpu)
+    job = Job({"job_id": "j", "sets": [{"name": "declared", "seed": 11}], "timing": {"skip": True},
+               "tolerance": {"atol": 1e-4, "rtol": 1e-4}},
+              problem, Cache(0), cpu, lock_path, Heavy(CountedLock("heavy_set", threading.RLock()), 0, cpu))
+    job.prepare()  # the cache keeps nothing: the request makes its set again
+    job.listen(str(tmp_path / "sock"))
+    chan = Channel(str(tmp_path / "sock"), cpu)
+    replied, loop_started = [], []
+
+    def timed_loop():
+        with GpuLock(lock_path):
+            loop_started.append(time.monotonic())
+            time.sleep(0.5)
+
+    asking = threading.Thread(target=lambda: replied.append((chan.inputs(0), time.monotonic())), daemon=True)
+    asking.start()
+    wait_until(lambda: shared_holder(lock_path))  # the request is making its set
+    loop = threading.Thread(target=timed_loop, daemon=True)
+    loop.start()
+    asking.join(10)
+    loop.join(10)
+    chan.close()
+    assert replied and loop_started
+    (values, replied_at), = replied
+    assert torch.equal(values[0] * 2, problem.model(values[0]))
+    assert replied_at < loop_started[0], "the timed loop went in between the request's steps"
+    steps = job.wait_results(10)["worker_step_seconds"]
+    assert {"make_set", "fingerprint", "export"} <= set(steps), steps
