@@ -19,3 +19,13 @@ def candidate_capacity(total, cache_budget, prepare_budget):
     if not total:
         return 0
     return int(max(MIN_SHARE * total, total - cache_budget - prepare_budget - FIXED_RESERVE))
+
+
+def worker_kept_bytes(total, cache_budget, prepare_budget):
+    """What torch may keep cached for the worker between its uses of the device (job.Heavy.give_back):
+    its cache's and its preparations' parts, within what the candidates' capacity leaves beside
+    the fixed reserve (the contexts, the large set in use)."""
+    if not total:
+        return 0
+    capacity = candidate_capacity(total, cache_budget, prepare_budget)
+    return int(min(cache_budget + prepare_budget, max(0, total - capacity - FIXED_RESERVE)))

@@ -32,11 +32,13 @@ HEAVY_HEADROOM = 1 << 30   # beyond a heavy set's bytes: a comparison's chunks, 
 class Heavy:
     """The worker's lock for large sets: a set over HEAVY_SET_SHARE of the device is made, copied,
     compared or timed by one job at a time (many jobs of 6 GB sets together would run the device out
-    of memory), and torch's cached blocks go back to the device afterwards, for the candidates.
-    `total`: the device's memory (0 on the cpu backend: nothing is heavy)."""
+    of memory), and torch's cached blocks go back to the device afterwards beyond the worker's own
+    part of it (`give_back`), for the candidates. `total`: the device's memory (0 on the cpu
+    backend: nothing is heavy); `keep_bytes`: what torch may keep cached for the worker."""
 
-    def __init__(self, lock, total, device, cache=None):
+    def __init__(self, lock, total, device, cache=None, keep_bytes=0):
         self.lock, self.total, self.device, self.cache = lock, total, device, cache
+        self.keep_bytes = keep_bytes
         self.threshold = HEAVY_SET_SHARE * total if total else float("inf")
         self.waited = 0.0  # seconds this job's sections waited for other jobs' heavy sets
         self.steps = Steps()  # the job's (Job sets it): the time cached blocks took to go back
@@ -49,26 +51,47 @@ class Heavy:
         asked = time.monotonic()
         with self.lock:
             self.waited += time.monotonic() - asked
-            with self.steps("release_cached"):
-                self.make_room(nbytes)
+            self.make_room(nbytes)
             try:
                 yield
             finally:
-                with self.steps("release_cached"):
-                    transport.release_cached(self.device)
+                self.give_back()
+
+    def give_back(self):
+        """torch's cached free blocks back to the device once torch holds more than the worker's
+        own part of it (its cache and its preparations; kjudged admits candidates within the
+        rest): below that, the next set reuses them. Emptied after every heavy set, a 4 GiB set's
+        making mapped its memory anew each time: 0.68 s of emptying and 1.45 s of making per
+        candidate of 91_cumsum_reverse on one H200, most of its 3.8 s on the device
+        (bench/results/rlstep-20261202-h200-worker-lock), one such candidate at a time."""
+        if self.device.type != "cuda" or torch.cuda.memory_reserved(self.device) <= self.keep_bytes:
+            return
+        with self.steps("release_cached"):
+            transport.release_cached(self.device)
+
+    def free_bytes(self):
+        """Free device memory as a set about to be made sees it: the driver's, and torch's own
+        cached blocks, which it reuses first."""
+        free, _ = torch.cuda.mem_get_info(self.device)
+        return free + torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
 
     def make_room(self, nbytes):
         """A heavy set needs room on the device for itself (made now if it is not cached) and for
         as much again in transients (an audit's perturbed copy and the reference's output, an
-        output's comparison): when that is not free, the worker's cache, an optimisation, gives way
-        whole. Dropping only the shortfall was not enough on an H100 (2026-11-27): entries a running
-        job still holds free nothing when dropped, and 7 GiB audits failed with the cache full."""
+        output's comparison): when that is not free, torch's cached blocks go back and, if still
+        short, the worker's cache, an optimisation, gives way whole. Dropping only the shortfall
+        was not enough on an H100 (2026-11-27): entries a running job still holds free nothing when
+        dropped, and 7 GiB audits failed with the cache full."""
         if self.device.type != "cuda" or self.cache is None:
             return
-        transport.release_cached(self.device)
-        free, _ = torch.cuda.mem_get_info(self.device)
-        if 2 * nbytes + HEAVY_HEADROOM > free and self.cache.evict(float("inf")):
+        need = 2 * nbytes + HEAVY_HEADROOM
+        if need <= self.free_bytes():
+            return
+        with self.steps("release_cached"):
             transport.release_cached(self.device)
+            free, _ = torch.cuda.mem_get_info(self.device)
+            if need > free and self.cache.evict(float("inf")):
+                transport.release_cached(self.device)
 
 
 class JobError(Exception):
@@ -305,7 +328,7 @@ class Job:
         except torch.cuda.OutOfMemoryError as exc:  # the judge's own memory: the cached baseline serves
             self.results["adjacent_baseline_error"] = f"device out of memory: {str(exc)[:200]}"
         finally:
-            transport.release_cached(self.device)
+            self.heavy.give_back()
 
     def timing_inputs(self, k, shared):
         """Set k's inputs for the reference's loop: the candidate's shared copies where the worker
@@ -433,7 +456,7 @@ class Job:
                         self.check_and_free(k, shared)
                 except (torch.cuda.OutOfMemoryError, transport.VmmError) as exc:
                     self.note_out_of_memory("input check", exc)
-            transport.release_cached(self.device)  # what a failed check held, with its exception gone
+            self.heavy.give_back()  # what a failed check held, with its exception gone
             self.done.set()
 
     def settle_for_candidate(self):
@@ -542,7 +565,7 @@ class Job:
             for h in holders:
                 if h is not None:
                     h.close()
-            transport.release_cached(self.device)
+            self.heavy.give_back()
 
     def take_output(self, op, msg, fds, shared):
         desc = msg.get("desc") or {}

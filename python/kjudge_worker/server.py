@@ -16,7 +16,7 @@ import traceback
 
 import torch
 
-from kjudge_protocol import node_identity, numerics, transport, wire
+from kjudge_protocol import node_identity, numerics, wire
 
 from . import candidate_share, lock_order, prepare_budget, problems, roofline, waits
 from .sm_clock import SmClock
@@ -60,6 +60,7 @@ class Worker:
         self.gpu_bytes = total if self.device.type == "cuda" else 0
         self.candidate_capacity = candidate_share.candidate_capacity(self.gpu_bytes, self.cache.budget,
                                                                      self.preparing.capacity)
+        self.kept_bytes = candidate_share.worker_kept_bytes(self.gpu_bytes, self.cache.budget, self.preparing.capacity)
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
         self.sm_clock = SmClock(self.device)
@@ -155,7 +156,7 @@ class Worker:
                                        req.get("mode"), req["weight_seed"], self.device)
             self.cache.put(("problem", key), problem, problem.bytes)
         phases["reference_init"] = time.perf_counter() - t0
-        heavy = Heavy(self.heavy, self.gpu_bytes, self.device, self.cache)
+        heavy = Heavy(self.heavy, self.gpu_bytes, self.device, self.cache, self.kept_bytes)
         job = Job(req, problem, self.cache, self.device, self.lock_path, heavy, self.peaks, self.sm_clock)
         t1 = time.perf_counter()
         with self.admitted_to_prepare(job, problem, heavy):
@@ -163,7 +164,7 @@ class Worker:
             try:
                 report = job.prepare()
             finally:  # out of memory too: the blocks go back for the other jobs and the canary
-                transport.release_cached(self.device)
+                heavy.give_back()
         report["device_total_bytes"] = self.gpu_bytes
         report["candidate_capacity_bytes"] = self.candidate_capacity
         phases["sets"] = time.perf_counter() - t0 - phases["reference_init"] - phases["prepare_wait"]
