@@ -487,11 +487,11 @@ class Job:
 
     def request_gpu_hold(self):
         """The GPU lock shared once for a whole request, its steps (make, fingerprint, export;
-        import, check, compare) under it: each step took it on its own, and each waited again
-        behind every timed loop queued meanwhile (a median 1.8 s of shared-lock waits per job, most
-        of a job's judge wait, with 16 jobs on one H200: bench/results/rlstep-20261202-h200-grpo-b64),
-        the heavy-set lock held all the while. Not where a set may be drawn on the host beside a
-        GPU (compat's small sets): a timed loop never waits for a host-side draw."""
+        import, check, compare) under it: no timed loop comes in between a request's steps, with
+        the heavy-set lock held all the while. (Each step taking it on its own waited little more:
+        a median 1.8 s against 1.7 s of shared-lock waits per job with 16 jobs on one H200,
+        bench/results/rlstep-20261202-h200-worker-lock.) Not where a set may be drawn on the host
+        beside a GPU (compat's small sets): a timed loop never waits for a host-side draw."""
         if self.problem.host_draw and self.device.type == "cuda":
             return contextlib.nullcontext()
         return self.steps.shared_gpu(self.lock_path)
