@@ -23,9 +23,9 @@ def get_init_inputs():
 '''
 
 
-def in_turnstile(path):
-    """Someone holds the turnstile (a timed loop waiting for the lock)."""
-    fd = os.open(path + ".turnstile", os.O_RDWR | os.O_CREAT)
+def someone_holds(path):
+    """Someone holds the flock file `path` (an exclusive try fails)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -34,6 +34,11 @@ def in_turnstile(path):
         return True
     finally:
         os.close(fd)
+
+
+def in_turnstile(path):
+    """Someone holds the turnstile (a timed loop waiting for the lock)."""
+    return someone_holds(path + ".turnstile")
 
 
 def wait_until(cond, seconds=10):
@@ -118,19 +123,6 @@ def get_init_inputs():
 '''
 
 
-def shared_holder(path):
-    """Someone holds the GPU lock (an exclusive try fails)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def test_a_request_takes_the_gpu_lock_once_so_a_timed_loop_queued_meanwhile_waits_for_its_end(tmp_path):
     """A candidate's request (here: a set made again, fingerprinted, handed over) holds the GPU lock
     shared from its first step to its reply. When each step took it on its own, a timed loop that
@@ -160,7 +152,7 @@ def test_a_request_takes_the_gpu_lock_once_so_a_timed_loop_queued_meanwhile_wait
 
     asking = threading.Thread(target=lambda: replied.append((chan.inputs(0), time.monotonic())), daemon=True)
     asking.start()
-    wait_until(lambda: shared_holder(lock_path))  # the request is making its set
+    wait_until(lambda: someone_holds(lock_path))  # the request is making its set
     loop = threading.Thread(target=timed_loop, daemon=True)
     loop.start()
     asking.join(10)
