@@ -23,9 +23,8 @@ def candidate_capacity(total, cache_budget, prepare_budget):
 
 def worker_kept_bytes(total, cache_budget, prepare_budget):
     """What torch may keep cached for the worker between its uses of the device (job.Heavy.give_back):
-    its cache's and its preparations' parts, within what the candidates' capacity leaves beside
-    the fixed reserve (the contexts, the large set in use)."""
+    what the candidates' capacity leaves beside the fixed reserve (the contexts, the large set in
+    use), which is its cache's and its preparations' parts unless MIN_SHARE gave candidates more."""
     if not total:
         return 0
-    capacity = candidate_capacity(total, cache_budget, prepare_budget)
-    return int(min(cache_budget + prepare_budget, max(0, total - capacity - FIXED_RESERVE)))
+    return int(max(0, total - candidate_capacity(total, cache_budget, prepare_budget) - FIXED_RESERVE))
