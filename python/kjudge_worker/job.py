@@ -3,6 +3,7 @@ and the candidate's channel. The channel hands the candidate fresh shared copies
 takes its outputs, which are compared here, on the device; the candidate never gets an expected
 output, a comparison result or another job's data. The daemon reads the facts with `results`."""
 import contextlib
+import json
 import os
 import socket
 import threading
@@ -24,20 +25,21 @@ from .waits import WaitClock
 
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
 POOL_MEMORY_SHARE = 0.1   # the timing pool's inputs, as a share of device memory (at least one set)
-HEAVY_SET_SHARE = 0.02    # a set over this share of device memory is used by one job at a time
+HEAVY_SET_SHARE = 0.02    # a set over this share of device memory is used within the heavy sections
 CANDIDATE_SLACK = 1 << 30  # a candidate's context, its timed loop's L2 flush (timing.flush_bytes) and its kernels' temporaries
 HEAVY_HEADROOM = 1 << 30   # beyond a heavy set's bytes: a comparison's chunks, a variant's temporaries
 
 
 class Heavy:
-    """The worker's lock for large sets: a set over HEAVY_SET_SHARE of the device is made, copied,
-    compared or timed by one job at a time (many jobs of 6 GB sets together would run the device out
-    of memory), and torch's cached blocks go back to the device afterwards beyond the worker's own
-    part of it (`give_back`), for the candidates. `total`: the device's memory (0 on the cpu
-    backend: nothing is heavy); `keep_bytes`: what torch may keep cached for the worker."""
+    """A job's uses of large sets: a set over HEAVY_SET_SHARE of the device is made, copied,
+    compared or timed within the worker's heavy sections (heavy_sections.py: one on the fixed
+    reserve, more on bytes the preparations do not use, where the device has room), and torch's
+    cached blocks go back to the device afterwards beyond the worker's own part of it
+    (`give_back`), for the candidates. `sections`: the worker's; `total`: the device's memory (0 on
+    the cpu backend: nothing is heavy); `keep_bytes`: what torch may keep cached for the worker."""
 
-    def __init__(self, lock, total, device, cache=None, keep_bytes=0):
-        self.lock, self.total, self.device, self.cache = lock, total, device, cache
+    def __init__(self, sections, total, device, cache=None, keep_bytes=0):
+        self.sections, self.total, self.device, self.cache = sections, total, device, cache
         self.keep_bytes = keep_bytes
         self.threshold = HEAVY_SET_SHARE * total if total else float("inf")
         self.waited = 0.0  # seconds this job's sections waited for other jobs' heavy sets
@@ -49,13 +51,25 @@ class Heavy:
             yield
             return
         asked = time.monotonic()
-        with self.lock:
+        need = self.room_needed(nbytes)
+        with self.sections.section(need, self.has_room) as on_reserve:
             self.waited += time.monotonic() - asked
-            self.make_room(nbytes)
+            if on_reserve:  # a borrowed section was admitted only where its room was free
+                self.make_room(nbytes, beside=self.sections.others_in_flight(need))
             try:
                 yield
             finally:
                 self.give_back()
+
+    @staticmethod
+    def room_needed(nbytes):
+        """A heavy set (made now if it is not cached) and as much again in transients (an audit's
+        perturbed copy and the reference's output, an output's comparison), with a headroom."""
+        return 2 * nbytes + HEAVY_HEADROOM
+
+    def has_room(self, nbytes):
+        """`nbytes` free for the worker now (torch's own unused blocks included)."""
+        return self.device.type != "cuda" or nbytes <= self.free_bytes()
 
     def give_back(self):
         """torch's cached free blocks back to the device once torch holds more than the worker's
@@ -75,16 +89,17 @@ class Heavy:
         free, _ = torch.cuda.mem_get_info(self.device)
         return free + torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
 
-    def make_room(self, nbytes):
+    def make_room(self, nbytes, beside=0):
         """A heavy set needs room on the device for itself (made now if it is not cached) and for
         as much again in transients (an audit's perturbed copy and the reference's output, an
         output's comparison): when that is not free, torch's cached blocks go back and, if still
         short, the worker's cache, an optimisation, gives way whole. Dropping only the shortfall
         was not enough on an H100 (2026-11-27): entries a running job still holds free nothing when
-        dropped, and 7 GiB audits failed with the cache full."""
+        dropped, and 7 GiB audits failed with the cache full. `beside`: what the other sections in
+        flight asked for (their sets may not be made yet)."""
         if self.device.type != "cuda" or self.cache is None:
             return
-        need = 2 * nbytes + HEAVY_HEADROOM
+        need = self.room_needed(nbytes) + beside
         if need <= self.free_bytes():
             return
         with self.steps("release_cached"):
@@ -255,6 +270,12 @@ class Job:
                                                 lambda: self.steps.shared_gpu(self.lock_path))
         self.cache.put(key, (values, out), nbytes(values) + out.numel() * out.element_size())
         return values, out
+
+    def baseline_key(self):
+        """What the reference's baseline depends on beyond its problem: the timing settings and
+        the sets its loop rotates through."""
+        pool = tuple((self.specs[k]["seed"], self.specs[k].get("transform")) for k in self.pool)
+        return json.dumps(self.timing_cfg, sort_keys=True, default=str), pool
 
     def time_baseline(self, clock_path):
         """The reference's timed loop (eager, then torch.compile where it exists) under the GPU lock."""

@@ -4,7 +4,8 @@ order. Before, one job prepared at a time (one lock around every prepare), so a 
 waited behind every 6 GB job ahead of it: `oracle.sets` took a median 12.6 s per job on 4 H100s
 (bench/results/rlstep-20261127-h100x4). A job's estimate comes from its inputs' declared size (a
 draw on the meta device); a job whose size is unknown, or whose estimate is the whole budget,
-prepares alone."""
+prepares alone. Bytes no preparation uses are lent to a second large set in use
+(heavy_sections.py), never ahead of a preparation that waits."""
 import contextlib
 import threading
 
@@ -54,3 +55,16 @@ class PrepareBudget:
             with self.cv:
                 self.used -= n
                 self.cv.notify_all()
+
+    def lend(self, nbytes):
+        """Takes `nbytes` for a use of a large set if they fit now and no preparation waits."""
+        with self.cv:
+            if self.arrived != self.admitted or self.used + nbytes > self.capacity:
+                return False
+            self.used += nbytes
+            return True
+
+    def repay(self, nbytes):
+        with self.cv:
+            self.used -= nbytes
+            self.cv.notify_all()

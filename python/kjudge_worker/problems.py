@@ -7,6 +7,7 @@ entry over a quarter of the budget is never kept (a 6 GB set is remade on the de
 milliseconds, and keeping it would push out every other problem)."""
 import collections
 import contextlib
+import copy
 import hashlib
 import threading
 
@@ -17,6 +18,7 @@ from kjudge_protocol import inputs as kin
 from kjudge_protocol import numerics
 from kjudge_protocol.module_loader import load_module
 
+from .single_flight import SingleFlight
 from .waits import CountedLock
 
 
@@ -74,6 +76,7 @@ class Problem:
         # per job's sets (names, seeds, transforms): their facts (Job.make_sets), made once for a
         # group: a set too large for the cache was made again by every job's prepare
         self.prepared = collections.OrderedDict()
+        self.baselines = SingleFlight(kept=PREPARED_GROUPS_KEPT)  # timing key -> report (baseline_once)
         self.input_bytes = declared_bytes(self.module)  # None: unknown (the worker then prepares it alone)
         # compat draws on the host as KernelBench does, except inputs too large for that: a host
         # draw of a 6.4 GB input takes ~10 s of one core, and each set is made up to three times
@@ -117,6 +120,16 @@ class Problem:
         while len(self.prepared) > PREPARED_GROUPS_KEPT:
             self.prepared.popitem(last=False)
         return facts
+
+    def baseline_once(self, key, time_it):
+        """The reference's timed baseline for `key` (its timing settings and sets): timed by the
+        first job that asks (time_it()), the report taken by every job that asks meanwhile or
+        later. kjudged keeps one baseline per problem and node once the first job's result is in,
+        but the jobs of a group all ask before that: 17 timings of 8 problems in a batch of 64
+        jobs on one H200, each an exclusive hold of the GPU and a torch.compile in the worker's
+        process (bench/results/rlstep-20261202-h200-torch-cache). Returns (report, shared)."""
+        report, shared = self.baselines.once(key, time_it)
+        return copy.deepcopy(report), shared
 
     def perturbed_output(self, values, perturb_seed, call):
         """The reference on the inputs timed call `call` saw (a copy, perturbed as the loop did:

@@ -19,6 +19,8 @@ import torch
 from kjudge_protocol import node_identity, numerics, wire
 
 from . import candidate_share, lock_order, prepare_budget, problems, roofline, waits
+from .heavy_sections import HeavySections
+from .single_flight import SingleFlight
 from .sm_clock import SmClock
 from .job import Heavy, Job, JobError
 
@@ -50,10 +52,11 @@ class Worker:
             total = torch.cuda.get_device_properties(self.device).total_memory
         else:
             total = 8 << 30
-        # one large set in use at a time (a job of large or unknown inputs prepares under it too),
-        # and the other jobs' preparations together within a share of the device
-        self.heavy = waits.CountedLock("heavy_set", threading.RLock())
+        # the jobs' preparations together within a share of the device, and the large sets in use
+        # (a job of large or unknown inputs prepares among them too): one on the fixed reserve,
+        # more on the preparations' unused bytes
         self.preparing = prepare_budget.PrepareBudget(int(prepare_budget.PREPARE_SHARE * total))
+        self.heavy = HeavySections(lender=self.preparing)
         self.cache = problems.Cache(int(total * cache_fraction))
         # the device's memory as the jobs see it (0 on the cpu backend: nothing is heavy, nothing
         # to admit candidates by), and what the running candidates may hold of it together
@@ -65,6 +68,7 @@ class Worker:
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
         self.sm_clock = SmClock(self.device)
         self.jobs = {}
+        self.loading = SingleFlight()  # problems being loaded (problem_for)
         self.prepare_clocks = {}  # job id -> its prepare's waits for other jobs (waits.py)
         self.jobs_lock = threading.Lock()
         self.idle_seconds = idle_seconds
@@ -142,6 +146,23 @@ class Worker:
                 heavy.section(set_bytes):
             yield
 
+    def problem_for(self, req, path, source):
+        """The job's problem: from the cache, else loaded once for all the jobs that ask for it
+        meanwhile (a batch's first jobs of one problem arrive together: each loaded the reference
+        and made its model on the device, and each timed its own baseline on it)."""
+        key = problems.problem_key(req, source)
+        problem = self.cache.get(("problem", key))
+        if problem is not None:
+            return problem
+
+        def load():
+            made = problems.Problem(key, path, req.get("size_overrides"), req.get("precision", "fp32"),
+                                    req.get("mode"), req["weight_seed"], self.device)
+            self.cache.put(("problem", key), made, made.bytes)
+            return made
+
+        return self.loading.once(key, load)[0]
+
     def prepare(self, req):
         self.set_up_device()
         t0 = time.perf_counter()
@@ -149,12 +170,7 @@ class Worker:
         path = os.path.join(self.root, req["reference_path"])
         with open(path) as f:
             source = f.read()
-        key = problems.problem_key(req, source)
-        problem = self.cache.get(("problem", key))
-        if problem is None:
-            problem = problems.Problem(key, path, req.get("size_overrides"), req.get("precision", "fp32"),
-                                       req.get("mode"), req["weight_seed"], self.device)
-            self.cache.put(("problem", key), problem, problem.bytes)
+        problem = self.problem_for(req, path, source)
         phases["reference_init"] = time.perf_counter() - t0
         heavy = Heavy(self.heavy, self.gpu_bytes, self.device, self.cache, self.kept_bytes)
         job = Job(req, problem, self.cache, self.device, self.lock_path, heavy, self.peaks, self.sm_clock)
@@ -175,8 +191,12 @@ class Worker:
             report["baseline_skipped"] = True
         elif req.get("time_baseline") and not job.timing_cfg.get("skip"):
             t1 = time.perf_counter()
-            report.update(job.time_baseline(req.get("clock_path")))
+            baseline, shared = problem.baseline_once(job.baseline_key(),
+                                                     lambda: job.time_baseline(req.get("clock_path")))
+            report.update(baseline)
             phases["baseline"] = time.perf_counter() - t1
+            if shared:  # another job of the problem timed it (Problem.baseline_once)
+                phases["baseline_shared"] = 1.0
         job.listen(os.path.join(self.root, req["channel_path"]))
         with self.jobs_lock:
             self.jobs[job.id] = job

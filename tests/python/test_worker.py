@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 from kjudge_harness.channel import Channel, ChannelError  # noqa: E402
 from kjudge_worker import compare  # noqa: E402
+from kjudge_worker.heavy_sections import HeavySections  # noqa: E402
 
 RELU = ROOT / "tests/kernelbench/tasks/activation_relu/reference.py"
 TOL = {"atol": 1e-4, "rtol": 1e-4, "scale_aware": True, "nan_equal": True}
@@ -270,6 +271,30 @@ def test_sets_are_cached_per_seed_and_shared_by_a_group(worker):
     assert after["cache_hits"] > before["cache_hits"]
 
 
+def test_a_groups_jobs_that_ask_for_the_baseline_together_time_it_once(worker):
+    """kjudged keeps one baseline per problem once a job's result is in, but a group's jobs all
+    ask before that: one H200 timed 8 problems' baselines 17 times in a batch of 64 jobs, each an
+    exclusive hold of the GPU. The worker times it once; the others take its report."""
+    import threading
+    timing = {"warmup": 1, "min_trials": 5, "max_trials": 5}
+    replies = {}
+    jobs = [threading.Thread(target=lambda j=j: replies.update({j: prepare(worker, job_id=j, time_baseline=True,
+                                                                          timing=timing)}))
+            for j in ("ja", "jb", "jc")]
+    for t in jobs:
+        t.start()
+    for t in jobs:
+        t.join(60)
+    assert all(r["ok"] for r in replies.values()), replies
+    shared = [j for j, r in replies.items() if r["phase_seconds"].get("baseline_shared")]
+    assert len(shared) == 2
+    loops = {json.dumps(r["baseline"]["trial_ms"]) for r in replies.values()}
+    assert len(loops) == 1 and len(replies["ja"]["baseline"]["trial_ms"]) == 5  # one timing's figures
+    # other timing settings are another baseline
+    other = prepare(worker, job_id="jd", time_baseline=True, timing={**timing, "min_trials": 6, "max_trials": 6})
+    assert not other["phase_seconds"].get("baseline_shared") and len(other["baseline"]["trial_ms"]) == 6
+
+
 def test_a_groups_later_jobs_prepare_without_making_the_sets_an_earlier_job_made(uncached_worker):
     """Sets too large for the cache (here: a cache that keeps none) were made again by every
     job's prepare; a group's later jobs now take their facts from the first's, make none, and their
@@ -407,7 +432,7 @@ def sized_job(total, sets, audits=(), param_bytes=0):
     import types
     from kjudge_worker.job import Heavy, Job
     job = Job({"job_id": "sized"}, types.SimpleNamespace(bytes=param_bytes), None, torch.device("cpu"), "",
-              Heavy(threading.RLock(), total, torch.device("cpu")))
+              Heavy(HeavySections(), total, torch.device("cpu")))
     job.specs = [{"index": k, "input_nbytes": i, "output_nbytes": o} for k, (i, o) in enumerate(sets)]
     job.audits = list(audits)
     return job
@@ -454,10 +479,81 @@ def test_large_sets_are_used_by_one_job_at_a_time_small_ones_together():
         assert most[0] == expected
 
 
+def most_at_once(use, n):
+    """The most of n threads running use() at once."""
+    import threading
+    inside, most, guard = [0], [0], threading.Lock()
+
+    def run():
+        with use():
+            with guard:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.3)
+            with guard:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return most[0]
+
+
+def test_large_sets_beyond_the_first_borrow_the_preparations_idle_bytes_where_the_device_has_room(monkeypatch):
+    """One H200: candidates of the largest problems waited 0.4-5.2 s each for other jobs' large
+    sets, one at a time, while the preparations' part of the device sat idle."""
+    from kjudge_worker import job
+    from kjudge_worker.prepare_budget import PrepareBudget
+    gib = 1 << 30
+    free = {"bytes": 100 * gib}
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free["bytes"], 140 * gib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 0)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 0)
+    monkeypatch.setattr(job.transport, "release_cached", lambda device: None)
+    budget = PrepareBudget(30 * gib)
+    heavy = job.Heavy(HeavySections(lender=budget), 140 * gib, torch.device("cuda"))
+    # 6 GiB sets ask 2 x 6 + 1 = 13 GiB: one on the reserve, two on the 30 GiB lent, not a third
+    assert most_at_once(lambda: heavy.section(6 * gib), 4) == 3
+    assert budget.used == 0
+    free["bytes"] = 20 * gib  # the device itself lacks room for a second beside the first (13 + 13)
+    assert most_at_once(lambda: heavy.section(6 * gib), 3) == 1
+    free["bytes"] = 100 * gib
+    with budget.hold(20 * gib):  # a preparation holds most of the part: nothing left to lend
+        assert most_at_once(lambda: heavy.section(6 * gib), 3) == 1
+    # without a lender (or on a small device whose part is smaller than a set's need): one at a time
+    alone = job.Heavy(HeavySections(), 140 * gib, torch.device("cuda"))
+    assert most_at_once(lambda: alone.section(6 * gib), 3) == 1
+
+
+def test_a_waiting_preparation_is_never_passed_by_a_large_set_borrowing_its_bytes():
+    import threading
+    from kjudge_worker.prepare_budget import PrepareBudget
+    budget, entered, done = PrepareBudget(100), threading.Event(), threading.Event()
+
+    def prepare_later():
+        with budget.hold(50):
+            entered.set()
+            done.wait(5)
+
+    with budget.hold(60):
+        assert budget.lend(30) and budget.used == 90
+        budget.repay(30)
+        waiter = threading.Thread(target=prepare_later)
+        waiter.start()
+        time.sleep(0.2)  # queued: 60 + 50 do not fit
+        assert not budget.lend(30)  # 60 + 30 would, but the preparation came first
+    assert entered.wait(5) and budget.used == 50
+    done.set()
+    waiter.join(5)
+    assert budget.used == 0
+
+
 def test_a_jobs_wait_behind_another_jobs_heavy_set_is_counted():
     import threading
     from kjudge_worker.job import Heavy
-    gb, shared = 1 << 30, threading.RLock()
+    gb, shared = 1 << 30, HeavySections()
     first, second = (Heavy(shared, 80 * gb, torch.device("cpu")) for _ in range(2))
     entered = threading.Event()
 
@@ -510,7 +606,7 @@ def test_a_heavy_set_short_of_room_empties_the_cache(monkeypatch):
     free = {"bytes": 20 * gib}
     monkeypatch.setattr(job.transport, "release_cached", lambda device: None)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free["bytes"], 80 * gib))
-    heavy = job.Heavy(threading.RLock(), 80 * gib, torch.device("cuda"), cache)
+    heavy = job.Heavy(HeavySections(), 80 * gib, torch.device("cuda"), cache)
     heavy.make_room(7 * gib)  # 2 x 7 + 1 GiB headroom fit in 20 GiB: the cache stays
     assert cache.used() == 4 * gib
     free["bytes"] = 14 * gib  # the set alone would fit; with its transients it does not
@@ -532,7 +628,7 @@ def test_torch_keeps_the_workers_part_of_the_device_cached_and_gives_back_the_re
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: mem["reserved"])
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: mem["allocated"])
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (mem["free"], 80 * gib))
-    heavy = job.Heavy(threading.RLock(), 80 * gib, torch.device("cuda"), Cache(16 * gib), keep_bytes=32 * gib)
+    heavy = job.Heavy(HeavySections(), 80 * gib, torch.device("cuda"), Cache(16 * gib), keep_bytes=32 * gib)
     with heavy.section(6 * gib):  # 2 x 6 + 1 GiB: 10 free and 18 of torch's own unused
         pass
     assert released == []
@@ -629,7 +725,7 @@ def test_a_compile_that_restores_the_generators_cannot_rewind_another_jobs_seede
     monkeypatch.setattr(jobmod.torch.cuda, "synchronize", lambda *a: None)
     problem = types.SimpleNamespace(model=torch.nn.ReLU(), compat=False)
     job = jobmod.Job({"job_id": "c"}, problem, None, torch.device("cpu"), "",
-                     jobmod.Heavy(threading.RLock(), 0, torch.device("cpu")))
+                     jobmod.Heavy(HeavySections(), 0, torch.device("cpu")))
     with kin.seeded(11):
         expected = torch.rand(2000)
     drawn = []
@@ -687,7 +783,7 @@ def test_the_compiled_baseline_compiles_outside_the_exclusive_lock(monkeypatch):
     monkeypatch.setattr(jobmod.torch.cuda, "synchronize", lambda *a: None)
     problem = types.SimpleNamespace(model=torch.nn.ReLU(), compat=False)
     job = jobmod.Job({"job_id": "b"}, problem, None, torch.device("cpu"), "",
-                     jobmod.Heavy(threading.RLock(), 0, torch.device("cpu")))
+                     jobmod.Heavy(HeavySections(), 0, torch.device("cpu")))
     job.specs, job.pool = [{"index": 0}], [0]
     job.timing_cfg = {"warmup": 1, "min_trials": 5, "max_trials": 5}
     monkeypatch.setattr(job, "set_values", lambda entry: ([torch.randn(64)], None))

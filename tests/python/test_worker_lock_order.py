@@ -83,9 +83,11 @@ def test_a_lock_taken_against_the_order_fails_before_it_waits(tmp_path):
 
     import pytest
     from kjudge_worker.lock_order import LockOrderError
+    from kjudge_worker.heavy_sections import HeavySections
     from kjudge_worker.waits import CountedLock
 
-    problem, heavy = CountedLock("problem"), CountedLock("heavy_set", th.RLock())
+    problem, sections = CountedLock("problem"), HeavySections()
+    heavy = lambda: sections.section(1, lambda n: True)  # noqa: E731
     gpu = GpuLock(str(tmp_path / "gpu.lock"), shared=True)
     with problem:
         with pytest.raises(LockOrderError, match="gpu lock while holding its problem lock"):
@@ -94,10 +96,11 @@ def test_a_lock_taken_against_the_order_fails_before_it_waits(tmp_path):
         with pytest.raises(LockOrderError, match="gpu lock while holding its gpu lock"):
             GpuLock(str(tmp_path / "gpu.lock"), shared=True).acquire()  # a second hold queues in the turnstile
         with pytest.raises(LockOrderError, match="heavy_set lock while holding its gpu lock"):
-            heavy.acquire()
+            with heavy():
+                pass
         with problem:  # in order
             pass
-    with heavy, heavy, gpu, problem:  # the heavy-set lock is reentrant; each in order
+    with heavy(), heavy(), gpu, problem:  # a heavy section may be entered again; each in order
         pass
     with problem:  # released in full above: nothing is left held
         pass
@@ -130,8 +133,8 @@ def test_a_request_takes_the_gpu_lock_once_so_a_timed_loop_queued_meanwhile_wait
     import torch
     from kjudge_harness.channel import Channel
     from kjudge_worker.job import Heavy, Job
+    from kjudge_worker.heavy_sections import HeavySections
     from kjudge_worker.problems import Cache
-    from kjudge_worker.waits import CountedLock
 
     ref = tmp_path / "ref.py"
     ref.write_text(SLOW_REFERENCE)
@@ -139,7 +142,7 @@ def test_a_request_takes_the_gpu_lock_once_so_a_timed_loop_queued_meanwhile_wait
     problem = Problem("s" * 16, str(ref), None, "fp32", "strict", 1, cpu)
     job = Job({"job_id": "j", "sets": [{"name": "declared", "seed": 11}], "timing": {"skip": True},
                "tolerance": {"atol": 1e-4, "rtol": 1e-4}},
-              problem, Cache(0), cpu, lock_path, Heavy(CountedLock("heavy_set", threading.RLock()), 0, cpu))
+              problem, Cache(0), cpu, lock_path, Heavy(HeavySections(), 0, cpu))
     job.prepare()  # the cache keeps nothing: the request makes its set again
     job.listen(str(tmp_path / "sock"))
     chan = Channel(str(tmp_path / "sock"), cpu)
