@@ -18,6 +18,7 @@ from kjudge_protocol import input_contract as contract
 from . import compare, roofline
 from .gpu_lock import GpuLock
 from .meaning import Meaning, fingerprint
+from .prepare_budget import TRANSIENTS_PER_INPUT_BYTE
 from .problems import finite, nbytes
 from .sm_clock import SmClock
 from .steps import Steps
@@ -60,6 +61,12 @@ class Heavy:
                 yield
             finally:
                 self.give_back()
+
+    def section_for_preparing(self, input_bytes):
+        """The section a large problem's prepare makes its sets in: room for the transients the
+        preparations' budget counts per input byte (prepare_budget.TRANSIENTS_PER_INPUT_BYTE:
+        inputs, output, the reference's intermediates, a variant's copy), with the headroom."""
+        return self.section(TRANSIENTS_PER_INPUT_BYTE * input_bytes // 2)  # room_needed doubles it
 
     @staticmethod
     def room_needed(nbytes):
@@ -272,10 +279,11 @@ class Job:
         return values, out
 
     def baseline_key(self):
-        """What the reference's baseline depends on beyond its problem: the timing settings and
-        the sets its loop rotates through."""
+        """What the reference's baseline depends on beyond its problem: the timing settings its
+        loop runs under (timed_baseline) and the sets it rotates through."""
         pool = tuple((self.specs[k]["seed"], self.specs[k].get("transform")) for k in self.pool)
-        return json.dumps(self.timing_cfg, sort_keys=True, default=str), pool
+        rules = dict(self.timing_cfg, audit_calls=[])  # each job's own audit positions: not the baseline's
+        return json.dumps(rules, sort_keys=True, default=str), pool
 
     def time_baseline(self, clock_path):
         """The reference's timed loop (eager, then torch.compile where it exists) under the GPU lock."""

@@ -278,9 +278,10 @@ def test_a_groups_jobs_that_ask_for_the_baseline_together_time_it_once(worker):
     import threading
     timing = {"warmup": 1, "min_trials": 5, "max_trials": 5}
     replies = {}
-    jobs = [threading.Thread(target=lambda j=j: replies.update({j: prepare(worker, job_id=j, time_baseline=True,
-                                                                          timing=timing)}))
-            for j in ("ja", "jb", "jc")]
+    # each job has audit positions of its own (kjudged's secret draw); the reference's loop has none
+    jobs = [threading.Thread(target=lambda j=j, k=k: replies.update({j: prepare(
+                worker, job_id=j, time_baseline=True, timing={**timing, "audit_calls": [k]})}))
+            for k, j in enumerate(("ja", "jb", "jc"))]
     for t in jobs:
         t.start()
     for t in jobs:
@@ -525,6 +526,39 @@ def test_large_sets_beyond_the_first_borrow_the_preparations_idle_bytes_where_th
     # without a lender (or on a small device whose part is smaller than a set's need): one at a time
     alone = job.Heavy(HeavySections(), 140 * gib, torch.device("cuda"))
     assert most_at_once(lambda: alone.section(6 * gib), 3) == 1
+
+
+def test_a_large_problems_prepare_takes_a_heavy_section_and_leaves_the_budget_to_small_ones(monkeypatch):
+    """Held in the preparations' budget too, a large job took the whole of it, first come first
+    admitted, and the small jobs behind it waited 4.1 s each (one H200)."""
+    import threading
+    import types
+    from kjudge_worker import job, server
+    from kjudge_worker.prepare_budget import PrepareBudget
+    gib = 1 << 30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (100 * gib, 140 * gib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 0)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 0)
+    w = server.Worker.__new__(server.Worker)
+    w.preparing = PrepareBudget(28 * gib)
+    sections = HeavySections(lender=w.preparing)
+    heavy = job.Heavy(sections, 140 * gib, torch.device("cuda"))
+    group = types.SimpleNamespace(sets_known=lambda: False)
+    large, small, unknown = (types.SimpleNamespace(input_bytes=b) for b in (8 * gib, 1 << 20, None))
+    with w.admitted_to_prepare(group, large, heavy):
+        assert w.preparing.used == 0 and sections.in_flight == 4 * 8 * gib + job.HEAVY_HEADROOM
+        passed = threading.Event()
+
+        def small_prepare():
+            with w.admitted_to_prepare(group, small, heavy):
+                passed.set()
+
+        t = threading.Thread(target=small_prepare)
+        t.start()
+        assert passed.wait(2)  # beside the large one, not behind it
+        t.join()
+    with w.admitted_to_prepare(group, unknown, heavy):  # unknown size: alone, in both
+        assert w.preparing.used == 28 * gib and sections.reserve_taken
 
 
 def test_a_waiting_preparation_is_never_passed_by_a_large_set_borrowing_its_bytes():
