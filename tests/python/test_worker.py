@@ -454,32 +454,6 @@ def test_the_timing_pool_of_large_sets_is_bounded_by_device_memory():
     assert wide.candidate_bytes() == 5 * gb + (1 << 20) + 2 * (1 << 20) + (1 << 30)
 
 
-def test_large_sets_are_used_by_one_job_at_a_time_small_ones_together():
-    import threading
-    gb = 1 << 30
-    job = sized_job(80 * gb, [(6 * gb, 6 * gb), (1 << 20, 1 << 20)])
-    inside, most = [0], [0]
-    guard = threading.Lock()
-
-    def use(k):
-        with job.section(k):
-            with guard:
-                inside[0] += 1
-                most[0] = max(most[0], inside[0])
-            time.sleep(0.2)
-            with guard:
-                inside[0] -= 1
-
-    for k, expected in ((0, 1), (1, 3)):
-        most[0] = 0
-        threads = [threading.Thread(target=use, args=(k,)) for _ in range(3)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert most[0] == expected
-
-
 def most_at_once(use, n):
     """The most of n threads running use() at once."""
     import threading
@@ -500,6 +474,13 @@ def most_at_once(use, n):
     for t in threads:
         t.join()
     return most[0]
+
+
+def test_large_sets_are_used_by_one_job_at_a_time_small_ones_together():
+    gb = 1 << 30
+    job = sized_job(80 * gb, [(6 * gb, 6 * gb), (1 << 20, 1 << 20)])
+    assert most_at_once(lambda: job.section(0), 3) == 1
+    assert most_at_once(lambda: job.section(1), 3) == 3
 
 
 def test_large_sets_beyond_the_first_borrow_the_preparations_idle_bytes_where_the_device_has_room(monkeypatch):
