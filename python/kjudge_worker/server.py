@@ -170,6 +170,14 @@ class Worker:
 
         return self.loading.once(key, load)[0]
 
+    def candidate_alone(self, req, report):
+        """The job's candidate holds the device alone: a retry (kjudged's `device_alone`) or an
+        estimate over the candidates' whole capacity. torch's cached blocks, kept for the worker
+        up to its part of the device (56 GiB of an H200), then go back after each of the job's
+        uses of the device, so the candidate finds the memory it was given the device for."""
+        over = self.candidate_capacity and report.get("candidate_device_bytes", 0) > self.candidate_capacity
+        return bool(req.get("device_alone") or over)
+
     def prepare(self, req):
         self.set_up_device()
         t0 = time.perf_counter()
@@ -186,6 +194,8 @@ class Worker:
             phases["prepare_wait"] = time.perf_counter() - t1
             try:
                 report = job.prepare()
+                if self.candidate_alone(req, report):
+                    heavy.keep_bytes = 0  # its candidate has the device to itself, up to torch's cache
             finally:  # out of memory too: the blocks go back for the other jobs and the canary
                 heavy.give_back()
         report["device_total_bytes"] = self.gpu_bytes

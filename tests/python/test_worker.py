@@ -542,6 +542,30 @@ def test_a_large_problems_prepare_takes_a_heavy_section_and_leaves_the_budget_to
         assert w.preparing.used == 28 * gib and sections.reserve_taken
 
 
+def test_a_candidate_alone_on_the_device_finds_no_cache_kept_for_the_worker(monkeypatch):
+    """torch keeps its cached blocks up to the worker's part of the device (56 GiB of an H200);
+    a candidate that holds the device alone (a retry, or an estimate over the candidates' whole
+    capacity) was given it for more memory than the others: for its job they all go back."""
+    from kjudge_worker import job, server
+    gib = 1 << 30
+    w = server.Worker.__new__(server.Worker)
+    w.candidate_capacity = 60 * gib
+    assert w.candidate_alone({"device_alone": True}, {"candidate_device_bytes": gib})
+    assert w.candidate_alone({}, {"candidate_device_bytes": 61 * gib})
+    assert not w.candidate_alone({"device_alone": False}, {"candidate_device_bytes": 33 * gib})
+    w.candidate_capacity = 0  # the cpu backend: nothing is admitted by device memory
+    assert not w.candidate_alone({}, {"candidate_device_bytes": 61 * gib})
+    released = []
+    monkeypatch.setattr(job.transport, "release_cached", lambda device: released.append(1))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 20 * gib)
+    heavy = job.Heavy(HeavySections(), 140 * gib, torch.device("cuda"), keep_bytes=56 * gib)
+    heavy.give_back()
+    assert released == []  # within the worker's part: kept
+    heavy.keep_bytes = 0  # what prepare sets for a candidate alone
+    heavy.give_back()
+    assert released == [1]
+
+
 def test_a_waiting_preparation_is_never_passed_by_a_large_set_borrowing_its_bytes():
     import threading
     from kjudge_worker.prepare_budget import PrepareBudget
