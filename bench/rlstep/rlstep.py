@@ -267,14 +267,17 @@ def ended_windows(windows, rows):
 
 def run_names(windows):
     """(name, the steps whose windows make its makespan, the step whose rows are its verdicts, GPUs
-    it ran on) per run. Run b has one GPU phase per GPU count and setting (b-judge-g<n>[-share<x>],
-    rows b-g<n>[-share<x>][-<worker>]: the run's "n:share@worker"), in the order they ran."""
+    it ran on) per run. Run b has one GPU phase per GPU count and setting (b-judge-g<n>[-share<x>]
+    [-backfill<s>], rows b-g<n>[-share<x>][-backfill<s>][-<worker>]: the run's "n:share~s@worker"),
+    in the order they ran."""
     runs = [("a: kjudge alone", ["a"], "a", 1), ("b: builds supplied (build phase)", ["b-build"], None, 1)]
     for label in dict.fromkeys(w["step"][len("b-judge-"):] for w in windows if w["step"].startswith("b-judge-g")):
-        n, share, worker = re.match(r"g(\d+)(?:-share([\d.]+))?(?:-(.+))?$", label).groups()
+        n, share, backfill, worker = re.match(r"g(\d+)(?:-share([\d.]+))?(?:-backfill([\d.]+))?(?:-(.+))?$",
+                                              label).groups()
         n = int(n)
-        runs.append(("b: builds supplied (GPU phase, %d GPU%s%s%s)" % (
-            n, "s" if n > 1 else "", ", candidate share " + share if share else "", ", " + worker if worker else ""),
+        runs.append(("b: builds supplied (GPU phase, %d GPU%s%s%s%s)" % (
+            n, "s" if n > 1 else "", ", candidate share " + share if share else "",
+            ", backfill %s s" % backfill if backfill else "", ", " + worker if worker else ""),
                      ["b-judge-" + label], "b-" + label, n))
     return runs + [("c: KernelBench (builds, then evaluation)", ["c-build", "c-eval"], "c", 1)]
 

@@ -244,6 +244,11 @@ void apply_kernelbench(const toml::table* k, Config& c) {
       throw std::runtime_error("kernelbench.candidate_device_share must be in [0, 0.9] (0: what the worker leaves)");
     c.kernelbench.candidate_device_share = *share;
   }
+  if (auto window = number_key(*k, "kernelbench.admission_backfill_seconds", "admission_backfill_seconds")) {
+    if (!(*window >= 0 && *window <= 3600))
+      throw std::runtime_error("kernelbench.admission_backfill_seconds must be in [0, 3600] (0: strict arrival order)");
+    c.kernelbench.admission_backfill_seconds = *window;
+  }
 }
 
 void apply(const toml::table& root, Config& c) {

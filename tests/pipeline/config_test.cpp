@@ -86,6 +86,17 @@ TEST(Config, CandidateDeviceShareTheWorkersByDefaultOrASetShare) {
   }
 }
 
+TEST(Config, AdmissionBackfillOffByDefaultOrAWindowInSeconds) {
+  EXPECT_EQ(kj::load_config(std::nullopt).kernelbench.admission_backfill_seconds, 0.0);  // strict arrival order
+  TempDir d;
+  write(d.path / "kjudged.toml", "[kernelbench]\nadmission_backfill_seconds = 20\n");
+  EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.admission_backfill_seconds, 20.0);
+  for (const char* bad : {"-1", "3601", "\"long\""}) {
+    write(d.path / "kjudged.toml", std::string("[kernelbench]\nadmission_backfill_seconds = ") + bad + "\n");
+    EXPECT_THROW(kj::load_config(d.path / "kjudged.toml"), std::runtime_error) << bad;
+  }
+}
+
 TEST(Config, FileThenDropInsInNameOrder) {
   TempDir d;
   write(d.path / "kjudged.toml", "[daemon]\nworkers = 4\nnode = \"n1\"\n[redis]\nurl = \"unix:///x.sock\"\n");

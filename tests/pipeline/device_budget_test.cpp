@@ -95,4 +95,128 @@ TEST(DeviceBudget, ALargeJobIsNotPassedBySmallerOnesArrivingAfterIt) {
   EXPECT_EQ(b.held(), 0u);
 }
 
+// Backfill (kernelbench.admission_backfill_seconds): a later candidate passes a head that does not
+// fit yet, only within the head's reservation, so the head still gets in once the hold that was
+// out before it ends. On one H200 (rlstep-20261202-h200-torch-cache) 1.9 GiB matmul candidates
+// waited 7 s each on average in a line with 31-33 GiB ones.
+TEST(DeviceBudget, ALaterCandidatePassesAWaitingHeadOnlyWithinItsReservation) {
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100, nullptr, 60));
+  std::atomic<bool> head_in{false}, second_in{false};
+  std::unique_ptr<kj::DeviceBudget::Hold> head, second;
+  std::thread head_job([&] {
+    head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(80, 100, nullptr, 60));
+    head_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  std::unique_ptr<kj::DeviceBudget::Hold> passer;
+  std::atomic<bool> passer_in{false};
+  std::thread passer_job([&] {  // 60 + 10 fit, and 10 + 80 leave the head its room
+    passer = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(10, 100, nullptr, 60));
+    passer_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(passer_in) << "not admitted past the head";
+  std::thread second_job([&] {
+    second = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(15, 100, nullptr, 60));  // 10 + 15 + 80 > 100
+    second_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(head_in);
+  EXPECT_FALSE(second_in);  // it would fit beside 70, but not beside the head's reservation
+  running.reset();          // the hold out before the head ends: 10 + 80 fit
+  passer_job.join();
+  EXPECT_TRUE(passer->passed_head());
+  head_job.join();
+  EXPECT_TRUE(head_in);
+  EXPECT_FALSE(head->passed_head());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(second_in);  // 90 + 15 > 100: now in arrival order behind the head
+  head.reset();
+  second_job.join();
+  EXPECT_TRUE(second_in);
+  EXPECT_FALSE(second->passed_head());
+  EXPECT_EQ(b.held(), 25u);
+}
+
+TEST(DeviceBudget, AHeadThatWaitedLongerThanTheWindowIsPassedByNone) {
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100, nullptr, 0.2));
+  std::atomic<bool> head_in{false}, small_in{false};
+  std::unique_ptr<kj::DeviceBudget::Hold> head;
+  std::thread head_job([&] {
+    head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(80, 100, nullptr, 0.2));
+    head_in = true;
+  });
+  std::this_thread::sleep_for(400ms);  // past the head's window
+  std::thread small_job([&] {
+    auto h = b.acquire(10, 100, nullptr, 0.2);
+    EXPECT_FALSE(h.passed_head());
+    small_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(small_in);
+  running.reset();
+  head_job.join();
+  small_job.join();  // 80 + 10 fit: right behind the head
+  EXPECT_TRUE(head_in);
+  EXPECT_TRUE(small_in);
+}
+
+TEST(DeviceBudget, AHeadThatMustRunAloneIsPassedByNone) {
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(10, 100, nullptr, 60));
+  std::atomic<bool> head_in{false}, small_in{false};
+  std::unique_ptr<kj::DeviceBudget::Hold> head;
+  std::thread head_job([&] {
+    head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(500, 100, nullptr, 60));  // over the whole budget
+    head_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  std::thread small_job([&] {
+    auto h = b.acquire(10, 100, nullptr, 60);  // would fit beside the 10, but the head needs an empty device
+    small_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(small_in);
+  running.reset();
+  head_job.join();
+  EXPECT_TRUE(head_in);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(small_in);  // not beside the one running alone
+  head.reset();
+  small_job.join();
+  EXPECT_TRUE(small_in);
+}
+
+TEST(DeviceBudget, TheEarliestCandidateThatMayPassGoesFirst) {
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100, nullptr, 60));
+  std::unique_ptr<kj::DeviceBudget::Hold> head;
+  std::thread head_job([&] { head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(70, 100, nullptr, 60)); });
+  std::this_thread::sleep_for(100ms);
+  std::atomic<int> order{0}, first_at{0}, big_at{0}, small_at{0};
+  std::unique_ptr<kj::DeviceBudget::Hold> first;
+  std::thread first_job([&] {  // 20 + 70 within the reservation
+    first = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(20, 100, nullptr, 60));
+    first_at = ++order;
+  });
+  std::this_thread::sleep_for(100ms);
+  std::thread big([&] { auto h = b.acquire(15, 100, nullptr, 60); big_at = ++order; });  // 20 + 15 + 70 > 100
+  std::this_thread::sleep_for(100ms);
+  std::thread small([&] { auto h = b.acquire(5, 100, nullptr, 60); small_at = ++order; });  // 20 + 5 + 70 fit
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(first_at.load(), 1);
+  EXPECT_EQ(small_at.load(), 2);  // a later one that may pass goes, while the earlier one may not
+  EXPECT_EQ(big_at.load(), 0);
+  running.reset();
+  head_job.join();
+  head.reset();
+  first_job.join();
+  small.join();
+  big.join();
+  EXPECT_EQ(big_at.load(), 3);
+  EXPECT_TRUE(first->passed_head());
+}
+
 }  // namespace

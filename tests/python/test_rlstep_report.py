@@ -85,11 +85,12 @@ def test_where_the_gpu_phase_goes_is_a_table_of_its_phases(tmp_path):
 
 
 def test_gpu_phases_of_one_gpu_count_and_other_settings_are_runs_of_their_own(tmp_path):
-    """B_GPUS="1:0.3 1 1@.kb/worker-abc 1:0.5@.kb/worker-abc": the same batch judged with a set
-    candidate share, with the worker's, with another worker package, with both: runs of one GPU
-    each, named by their settings, in the order they ran."""
+    """B_GPUS="1:0.3 1 1@.kb/worker-abc 1:0.5@.kb/worker-abc 1:0.5~20": the same batch judged with a
+    set candidate share, with the worker's, with another worker package, with both, with a set share
+    and an admission backfill window: runs of one GPU each, named by their settings, in the order
+    they ran."""
     (tmp_path / "smi.csv").write_text("")
-    labels = ["g1-share0.3", "g1", "g1-worker-abc", "g1-share0.5-worker-abc"]
+    labels = ["g1-share0.3", "g1", "g1-worker-abc", "g1-share0.5-worker-abc", "g1-share0.5-backfill20"]
     report(tmp_path, 4, [{"step": "b-judge-" + l, "start": 1000 * i, "end": 1000 * i + 10 * (i + 1), "cpu_s": 0}
                          for i, l in enumerate(labels, 1)],
            [{"step": "b-" + l, "verdict": "OK"} for l in labels for _ in range(4)])
@@ -98,7 +99,8 @@ def test_gpu_phases_of_one_gpu_count_and_other_settings_are_runs_of_their_own(tm
         ("b: builds supplied (GPU phase, 1 GPU, candidate share 0.3)", 4 / 20 * 3600),
         ("b: builds supplied (GPU phase, 1 GPU)", 4 / 30 * 3600),
         ("b: builds supplied (GPU phase, 1 GPU, worker-abc)", 4 / 40 * 3600),
-        ("b: builds supplied (GPU phase, 1 GPU, candidate share 0.5, worker-abc)", 4 / 50 * 3600)]
+        ("b: builds supplied (GPU phase, 1 GPU, candidate share 0.5, worker-abc)", 4 / 50 * 3600),
+        ("b: builds supplied (GPU phase, 1 GPU, candidate share 0.5, backfill 20 s)", 4 / 60 * 3600)]
 
 
 def test_run_a_says_its_build_cpu_and_how_many_builds_were_light(tmp_path):

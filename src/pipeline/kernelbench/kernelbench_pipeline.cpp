@@ -427,8 +427,10 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
   // preparations are its own: candidate_share.py); waiting here is the node's time, not the candidate's.
   if (!k.device_hold)
     k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(k.orep.value("candidate_device_bytes", std::uint64_t{0}),
-                                                                  candidate_capacity(k), &k.device_wait));
+                                                                  candidate_capacity(k), &k.device_wait,
+                                                                  k.cfg.kernelbench.admission_backfill_seconds));
   (*r.mutable_phase_seconds())["device_memory_wait"] = k.device_wait;
+  if (k.device_hold->passed_head()) (*r.mutable_phase_seconds())["device_memory_backfill"] = 1;
   {
     // The daemon's clock: the sockets the candidate's harness and the worker (the reference's
     // loop beside the candidate's) send their loop marks to.
