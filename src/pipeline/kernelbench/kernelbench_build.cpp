@@ -243,12 +243,19 @@ bool all_cache_hits(const json& records) {
   return all;
 }
 
-// How many of the build's extensions compiled with the light torch headers (light_headers.py), as
-// the flag-like phases do (build.replayed): the share a node's builds get of that saving shows.
+// How many of the build's extensions compiled with the light torch headers (light_headers.py), and
+// how many of those with the minimal one for their .cu, as the flag-like phases do (build.replayed):
+// the share a node's builds get of that saving shows.
 void count_light_headers(const json& records, v1::Result& r) {
-  double light = 0;
-  for (const auto& rec : records) light += rec.value("headers", "") == "light" ? 1 : 0;
-  if (!records.empty()) (*r.mutable_phase_seconds())["build.light_headers"] = light;
+  double light = 0, minimal = 0;
+  for (const auto& rec : records) {
+    const std::string headers = rec.value("headers", "");
+    light += headers == "light" || headers == "minimal" ? 1 : 0;
+    minimal += headers == "minimal" ? 1 : 0;
+  }
+  if (records.empty()) return;
+  (*r.mutable_phase_seconds())["build.light_headers"] = light;
+  (*r.mutable_phase_seconds())["build.minimal_headers"] = minimal;
 }
 
 bool backend_needs_cuda_arch(const std::string& backend) { return backend != "cpu" && backend != "triton"; }
