@@ -75,26 +75,27 @@ TEST(Config, PchVariantsAllThreeByDefaultOrAListOfKnownLevels) {
   }
 }
 
-TEST(Config, CandidateDeviceShareTheWorkersByDefaultOrASetShare) {
-  EXPECT_EQ(kj::load_config(std::nullopt).kernelbench.candidate_device_share, 0.0);  // 0: what the worker leaves
+// A [kernelbench] number: its default, a value taken, and values refused.
+void expect_kernelbench_number(const std::string& key, double kj::KernelBenchConfig::*field, double fallback,
+                               const std::string& good, double good_value, std::initializer_list<const char*> bad) {
+  EXPECT_EQ(kj::load_config(std::nullopt).kernelbench.*field, fallback) << key;
   TempDir d;
-  write(d.path / "kjudged.toml", "[kernelbench]\ncandidate_device_share = 0.25\n");
-  EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.candidate_device_share, 0.25);
-  for (const char* bad : {"-0.1", "0.95", "\"half\""}) {
-    write(d.path / "kjudged.toml", std::string("[kernelbench]\ncandidate_device_share = ") + bad + "\n");
-    EXPECT_THROW(kj::load_config(d.path / "kjudged.toml"), std::runtime_error) << bad;
+  write(d.path / "kjudged.toml", "[kernelbench]\n" + key + " = " + good + "\n");
+  EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.*field, good_value) << key;
+  for (const char* b : bad) {
+    write(d.path / "kjudged.toml", "[kernelbench]\n" + key + " = " + b + "\n");
+    EXPECT_THROW(kj::load_config(d.path / "kjudged.toml"), std::runtime_error) << key << " = " << b;
   }
 }
 
-TEST(Config, AdmissionBackfillOffByDefaultOrAWindowInSeconds) {
-  EXPECT_EQ(kj::load_config(std::nullopt).kernelbench.admission_backfill_seconds, 0.0);  // strict arrival order
-  TempDir d;
-  write(d.path / "kjudged.toml", "[kernelbench]\nadmission_backfill_seconds = 20\n");
-  EXPECT_EQ(kj::load_config(d.path / "kjudged.toml").kernelbench.admission_backfill_seconds, 20.0);
-  for (const char* bad : {"-1", "3601", "\"long\""}) {
-    write(d.path / "kjudged.toml", std::string("[kernelbench]\nadmission_backfill_seconds = ") + bad + "\n");
-    EXPECT_THROW(kj::load_config(d.path / "kjudged.toml"), std::runtime_error) << bad;
-  }
+TEST(Config, CandidateDeviceShareTheWorkersByDefaultOrASetShare) {  // 0: what the worker leaves
+  expect_kernelbench_number("candidate_device_share", &kj::KernelBenchConfig::candidate_device_share, 0.0,
+                            "0.25", 0.25, {"-0.1", "0.95", "\"half\""});
+}
+
+TEST(Config, AdmissionBackfillOffByDefaultOrAWindowInSeconds) {  // 0: strict arrival order
+  expect_kernelbench_number("admission_backfill_seconds", &kj::KernelBenchConfig::admission_backfill_seconds, 0.0,
+                            "20", 20.0, {"-1", "3601", "\"long\""});
 }
 
 TEST(Config, FileThenDropInsInNameOrder) {
