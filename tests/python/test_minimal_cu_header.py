@@ -128,3 +128,25 @@ def test_ninjas_failed_lines_say_which_file_did_not_compile():
     assert light_headers.failed_files(both_named + "FAILED: cuda.cuda.o\n") == {"main": False, "cuda": True}
     assert light_headers.failed_files(both_named + "FAILED: main.o\n") == {"main": True, "cuda": False}
     assert light_headers.failed_files("error in cuda.cu") == {"main": False, "cuda": True}  # no FAILED line
+
+
+@pytest.mark.skipif(not os.path.exists(NVCC), reason="no nvcc on this machine")
+def test_load_inline_compiles_the_cu_with_the_minimal_header(tmp_path, monkeypatch):
+    """The real load_inline, its .cu given the minimal header through NVCC_PREPEND_FLAGS: a .cu that
+    compiles only without all of ATen (it declares an at::matmul of its own) compiles. Here the
+    link fails (Debian's torch has no CUDA libraries to link), and that failure is raised as it is:
+    the headers were not why."""
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.6")  # no GPU to ask; one torch 1.13 knows
+    monkeypatch.delenv("NVCC_PREPEND_FLAGS", raising=False)
+    only_minimal = EVERY_MINIMAL_NAME + "\nnamespace at { int matmul = 1; }  // all of ATen: a redeclaration\n"
+    build_dir = tmp_path / "build"
+    build_dir.mkdir()
+    bound = dict(name="kj_minimal_e2e", cpp_sources=["torch::Tensor run(torch::Tensor x);"],
+                 cuda_sources=[only_minimal], functions=["run"], build_directory=str(build_dir), verbose=False,
+                 extra_cuda_cflags=["-std=c++17"])  # CUDA 13's CCCL wants it; torch 1.13 passes c++14
+    try:
+        assert light_headers.build(cpp_extension.load_inline, bound, str(tmp_path), None)[1] == "minimal"
+    except RuntimeError as exc:
+        failed = light_headers.failed_files(str(exc))
+        assert not failed["cuda"] and not failed["main"] and "FAILED: kj_minimal_e2e" in str(exc), str(exc)[-2000:]
+    assert (build_dir / "cuda.cuda.o").exists()
