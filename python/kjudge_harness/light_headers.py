@@ -50,13 +50,13 @@ MINIMAL_INCLUDES = ("#include <ATen/core/Tensor.h>\n#include <ATen/core/Deprecat
                     "#else\n#include <ATen/TensorOperators.h>\n#endif\n")
 _HEAVY_INCLUDES = re.compile(r"#include <(?:ATen/ATen\.h|torch/csrc/autograd/[\w/.]+|torch/library\.h)>\n")
 # what a .cu may name after torch::, at:: or c10:: to be tried with the minimal header: the tensor,
-# its dtypes (k...), options and sizes, the factories, and the cuda namespaces (their headers are
+# its dtypes (k...), options and sizes, the factories, and at::cuda and c10::cuda (their headers are
 # the candidate's own includes, read as they are)
 MINIMAL_NAMES = frozenset(("Tensor", "TensorOptions", "ScalarType", "Dtype", "IntArrayRef", "Device", "DeviceType",
                            "MemoryFormat", "Scalar", "Half", "BFloat16", "dtype", "device", "optional", "nullopt",
                            "cuda")
                           + MINIMAL_FACTORIES)
-_QUALIFIED = re.compile(r"\b(?:torch|at|c10)\s*::\s*(\w+)")
+_QUALIFIED = re.compile(r"\b(torch|at|c10)\s*::\s*(\w+)")
 # cpp sources that include one of these get the full header: parsed from text beside the light
 # precompiled one, it would cost more than the light header saves
 _UMBRELLA = re.compile(r"#\s*include\s*[<\"]torch/(?!extension\.h|types\.h)[^>\"]*[>\"]")
@@ -109,7 +109,15 @@ def minimal_fits(bound):
         return False  # bindings in the .cu need torch/extension.h's whole API (the full try)
     if "requires_grad" in text or _UMBRELLA.search(text):
         return False
-    return all(name in MINIMAL_NAMES or re.fullmatch(r"k[A-Z]\w*", name) for name in _QUALIFIED.findall(text))
+    return all(_minimal_name(space, name) for space, name in _QUALIFIED.findall(text))
+
+
+def _minimal_name(space, name):
+    """torch::cuda is torch's API (torch/cuda.h, not in torch/types.h): at::cuda and c10::cuda are
+    the headers a .cu includes itself."""
+    if space == "torch" and name == "cuda":
+        return False
+    return name in MINIMAL_NAMES or re.fullmatch(r"k[A-Z]\w*", name) is not None
 
 
 def _text(sources):

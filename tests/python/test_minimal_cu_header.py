@@ -64,9 +64,12 @@ def test_a_cu_naming_only_the_tensor_its_dtypes_and_factories_is_tried_with_the_
         assert not light_headers.minimal_fits({"cuda_sources": [umbrella, EVERY_MINIMAL_NAME]}), umbrella
     assert not light_headers.minimal_fits({"cuda_sources": "at::Tensor f(at::Tensor x) { return at::relu(x); }"})
     assert not light_headers.minimal_fits({"cuda_sources": EVERY_MINIMAL_NAME + "\nPYBIND11_MODULE(m, mod) {}\n"})
-    # the CUDA namespaces' headers are the candidate's own includes, read as they are
+    # at::cuda's and c10::cuda's headers are the candidate's own includes, read as they are;
+    # torch::cuda is torch's API, which torch/types.h does not declare either
     assert light_headers.minimal_fits({"cuda_sources": EVERY_MINIMAL_NAME.replace(
         "256>>>", "256, 0, at::cuda::getCurrentCUDAStream()>>>")})
+    assert not light_headers.minimal_fits({"cuda_sources": EVERY_MINIMAL_NAME.replace(
+        "TORCH_CHECK(", "TORCH_CHECK(torch::cuda::is_available() && ")})
 
 
 def load_inline_cu(tmp_path, source, shadow):
