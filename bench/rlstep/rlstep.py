@@ -364,6 +364,7 @@ def step_report(a):
     built = [r["phase_seconds"] for r in rows if r["step"] == "a" and r.get("phase_seconds", {}).get("build.cpu_seconds")]
     build_cpu = [p["build.cpu_seconds"] for p in built]
     light = sum(1 for p in built if p.get("build.light_headers"))
+    minimal = sum(1 for p in built if p.get("build.minimal_headers"))
     out = ["# RL-step benchmark (bench/rlstep)", "", "- date: %s UTC" % time.strftime(
                "%Y-%m-%d %H:%M", time.gmtime(min((w["start"] for w in windows), default=time.time()))),  # the run's, not the report's
            "- candidates: %d distinct sources (manifest %s)" % (submitted, os.path.basename(a.manifest)),
@@ -378,8 +379,9 @@ def step_report(a):
     if build_cpu:
         out += ["", "Run a, kjudge's own build CPU-s per candidate under load (`phase_seconds[\"build.cpu_seconds\"]`, "
                 "the build sandbox's tree): median %.1f, p90 %.1f over %d builds; %d of them with the light torch "
-                "headers (`build.light_headers`)." % (
-                    statistics.median(build_cpu), sorted(build_cpu)[int(0.9 * (len(build_cpu) - 1))], len(build_cpu), light)]
+                "headers (`build.light_headers`), %d of those with the minimal .cu header (`build.minimal_headers`)." % (
+                    statistics.median(build_cpu), sorted(build_cpu)[int(0.9 * (len(build_cpu) - 1))], len(build_cpu), light,
+                    minimal)]
     by = {t["run"][0]: t for t in table}
     if "a" in by and "c" in by and by["c"]["stopped"]:
         out += ["", "Makespan a / c <= %.2f (target <= 0.33): c was stopped after %d of its %d candidates (the device "

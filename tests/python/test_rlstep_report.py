@@ -104,12 +104,14 @@ def test_gpu_phases_of_one_gpu_count_and_other_settings_are_runs_of_their_own(tm
 
 
 def test_run_a_says_its_build_cpu_and_how_many_builds_were_light(tmp_path):
-    built = [{"build.cpu_seconds": s, "build.light_headers": light} for s, light in ((40, 1), (50, 1), (60, 0))]
+    built = [{"build.cpu_seconds": s, "build.light_headers": light, "build.minimal_headers": minimal}
+             for s, light, minimal in ((40, 1, 1), (50, 1, 0), (60, 0, 0))]
     rows = [{"step": "a", "verdict": "OK", "phase_seconds": p} for p in built]
     rows.append({"step": "a", "verdict": "OK", "phase_seconds": {"build.replayed": 1}})  # a replay: no build
     report(tmp_path, 4, [{"step": "a", "start": 0, "end": 10, "cpu_s": 160}], rows)
     table = (tmp_path / "table.md").read_text()
-    assert "median 50.0, p90 50.0 over 3 builds; 2 of them with the light torch headers" in table
+    assert "median 50.0, p90 50.0 over 3 builds; 2 of them with the light torch headers (`build.light_headers`), " \
+        "1 of those with the minimal .cu header" in table
 
 
 def test_a_grpo_shaped_batch_has_few_problems_with_many_distinct_samples(tmp_path):
