@@ -25,7 +25,9 @@ MINIMAL_INCLUDES (the tensor, those factories' own operator headers) in place of
 that first in every .cu) in its own shadow dir. One difference in meaning
 is possible, and excluded: torch::empty and its kin are at::empty plus autograd's requires_grad
 (torch/csrc/autograd/generated/variable_factories.h), so a .cu that says requires_grad is not
-tried this way. When that try does not compile, the light try follows, then the full one."""
+tried this way. When that try does not compile, the full one follows, as after a light try: the
+scan lets through only what the minimal header declares, so such a .cu is most often wrong on its
+own account, and a light try would only have repeated its error."""
 import functools
 import os
 import re
@@ -147,21 +149,19 @@ def build(load_inline, bound, ext_dir, pch_dir=None):
     light_cu, light_main = _has_cuda(bound), light_main_dir(pch_dir, bound)
     if not (light_cu or light_main):
         return load_inline(**included(bound, pch_dir)), ""
-    tries = (["minimal"] if light_cu and minimal_fits(bound) else []) + ["light"]
-    for n, mode in enumerate(tries):
-        # the .cu's shadow headers are written only for a build that has a .cu
-        env = {"NVCC_PREPEND_FLAGS": f"-I{shadow_dir(ext_dir, mode == 'minimal')} "
-                                     f"{os.environ.get('NVCC_PREPEND_FLAGS', '')}".strip()} if light_cu else {}
-        try:
-            with scoped_env(**env):
-                args = included(fresh(bound), light_main or pch_dir)
-                return (rebuild(load_inline, args) if n else load_inline(**args)), mode
-        except RuntimeError as exc:  # "Error building extension ...": the next headers decide
-            failed = failed_files(str(exc))
-            if light_main and failed["main"]:
-                break  # main.cpp's light header: the full headers for both files
-            if not (light_cu and failed["cuda"]):
-                raise  # the link failed, or a file compiled with the full header: the headers are not why
+    # a .cu the scan lets through that then does not compile is most often the candidate's own
+    # error, which a light try would only repeat: the full headers follow any failed try
+    mode = "minimal" if light_cu and minimal_fits(bound) else "light"
+    # the .cu's shadow headers are written only for a build that has a .cu
+    env = {"NVCC_PREPEND_FLAGS": f"-I{shadow_dir(ext_dir, mode == 'minimal')} "
+                                 f"{os.environ.get('NVCC_PREPEND_FLAGS', '')}".strip()} if light_cu else {}
+    try:
+        with scoped_env(**env):
+            return load_inline(**included(fresh(bound), light_main or pch_dir)), mode
+    except RuntimeError as exc:  # "Error building extension ...": the full headers decide
+        failed = failed_files(str(exc))
+        if not ((light_cu and failed["cuda"]) or (light_main and failed["main"])):
+            raise  # the link failed, or a file compiled with the full header: the headers are not why
     return rebuild(load_inline, included(bound, pch_dir)), "full"
 
 

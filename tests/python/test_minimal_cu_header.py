@@ -1,8 +1,7 @@
 """A .cu that names only the tensor, its dtypes and options and the allocating factories is compiled
 first with the minimal stand-in for torch/types.h (light_headers.minimal_types_h); a .cu that names
-more, says requires_grad or includes another torch header is not. A minimal try that does not compile
-is followed by the light one, then the full one; a main.cpp that does not compile goes to the full
-headers at once. The compiles are real nvcc against the installed torch's headers (a cuda build
+more, says requires_grad or includes another torch header is tried with the light one. A try that
+does not compile is followed by the full headers. The compiles are real nvcc against the installed torch's headers (a cuda build
 cannot link here: Debian's torch is CPU-only); the sequence of tries runs against a load_inline
 that fails where told to, with the real retry (light_headers.rebuild)."""
 import os
@@ -110,12 +109,11 @@ class FakeLoadInline:
 
 @pytest.mark.parametrize("failures, mode, shadows", [
     ([None], "minimal", [".minimal-headers"]),
-    (["cuda.cuda.o", None], "light", [".minimal-headers", ".light-headers"]),
-    (["cuda.cuda.o", "cuda.cuda.o", None], "full", [".minimal-headers", ".light-headers", ""]),
+    (["cuda.cuda.o", None], "full", [".minimal-headers", ""]),
     (["main.o", None], "full", [".minimal-headers", ""]),
 ])
-def test_a_minimal_try_that_does_not_compile_is_followed_by_the_light_one_then_the_full_one(
-        tmp_path, monkeypatch, failures, mode, shadows):
+def test_a_minimal_try_that_does_not_compile_is_followed_by_the_full_one(tmp_path, monkeypatch, failures, mode,
+                                                                          shadows):
     monkeypatch.delenv("NVCC_PREPEND_FLAGS", raising=False)
     pch = tmp_path / "pch"
     (pch / "light" / "torch" / "extension.h.gch").mkdir(parents=True)  # main.cpp's light header, made
@@ -124,6 +122,24 @@ def test_a_minimal_try_that_does_not_compile_is_followed_by_the_light_one_then_t
              "cuda_sources": [EVERY_MINIMAL_NAME], "functions": ["run"]}
     assert light_headers.build(fake, bound, str(tmp_path), str(pch)) == ("module", mode)
     assert [t.split("/")[-1] if t else "" for t in fake.tries] == shadows
+
+
+def test_a_cu_the_scan_keeps_away_is_tried_light(tmp_path, monkeypatch):
+    monkeypatch.delenv("NVCC_PREPEND_FLAGS", raising=False)
+    fake = FakeLoadInline([None])
+    bound = {"name": "kj_light_probe", "cpp_sources": ["torch::Tensor run(torch::Tensor x);"],
+             "cuda_sources": [NEEDS_MORE], "functions": ["run"]}
+    assert light_headers.build(fake, bound, str(tmp_path), None) == ("module", "light")
+    assert [t.split("/")[-1] for t in fake.tries] == [".light-headers"]
+
+
+def test_a_link_failure_after_a_minimal_try_is_raised_as_it_is(tmp_path, monkeypatch):
+    monkeypatch.delenv("NVCC_PREPEND_FLAGS", raising=False)
+    fake = FakeLoadInline(["kj_minimal_probe.so"])
+    bound = {"name": "kj_minimal_probe", "cpp_sources": [""], "cuda_sources": [EVERY_MINIMAL_NAME], "functions": []}
+    with pytest.raises(RuntimeError, match="FAILED: kj_minimal_probe.so"):
+        light_headers.build(fake, bound, str(tmp_path), None)
+    assert len(fake.tries) == 1
 
 
 def test_ninjas_failed_lines_say_which_file_did_not_compile():
