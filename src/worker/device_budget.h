@@ -7,9 +7,9 @@
 // smaller ones behind it wait for it (else a node kept full of small jobs never lets it in).
 // With a backfill window (kernelbench.admission_backfill_seconds), a later candidate may pass a
 // head that does not fit yet, as a batch scheduler's backfill does, but only while the head has
-// waited less than the window and only within the head's reservation: what was admitted past it
-// and still runs leaves room for the head once the holds that were out before it end, so the
-// head never waits for more than those holds and the passers' own runs.
+// waited at the head of the line less than the window, and only within the head's reservation:
+// what was admitted past it and still runs leaves room for the head, so the head never waits past
+// the end of the holds that were out when it became the head.
 // A job retried after a fault takes the device alone (acquire_alone): whatever the estimates
 // missed, its second try cannot meet the same neighbours.
 #pragma once
