@@ -4,10 +4,10 @@ try it (light_headers.minimal_fits): CPU seconds of each compile, whether it com
 share of candidates the minimal try takes. Candidates' load_inline calls are read by running
 their module with load_inline replaced (nothing is built); no GPU is needed.
 
-  python3 bench/build_bench/cu_headers.py CANDIDATE.py... [--torch-include DIR] [--arch 90a] [--jobs 1]
+  python3 bench/build_bench/cu_headers.py CANDIDATE.py... [--torch-include DIR] [--arch 90a]
 
 --torch-include: another torch's include dir (e.g. an unpacked wheel's torch/include), else the
-installed torch's. Prints a table and a JSON summary line."""
+installed torch's. Prints a JSON line per .cu, then one with the summary."""
 import argparse
 import json
 import os
@@ -55,7 +55,7 @@ def cuda_sources(candidate):
 def compile_cu(source, shadow, includes, arch, workdir):
     """(CPU seconds of the children, compiled) of nvcc -c on load_inline's .cu of `source`."""
     cu = Path(workdir) / "cuda.cu"
-    cu.write_text("#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" + source)
+    cu.write_text(light_headers.LOAD_INLINE_CU_HEAD + source)
     cmd = [NVCC, "-I" + shadow, "-c", str(cu), "-o", str(Path(workdir) / "cuda.o"),
            f"-gencode=arch=compute_{arch},code=sm_{arch}", "-O2"] + TORCH_NVCC_FLAGS
     cmd += [f for d in includes for f in ("-isystem", d)]
@@ -67,8 +67,7 @@ def compile_cu(source, shadow, includes, arch, workdir):
 
 def include_dirs(torch_include):
     if not torch_include:
-        import torch.utils.cpp_extension as cpp_extension
-        return cpp_extension.include_paths()
+        return light_headers.cpp_extension_include_paths()
     return [torch_include, os.path.join(torch_include, "torch", "csrc", "api", "include")]
 
 
@@ -80,7 +79,7 @@ def measure(candidates, includes, arch):
         light, minimal = light_headers.shadow_dir(work), light_headers.shadow_dir(work, True)
         for cand in candidates:
             for call in cuda_sources(cand):
-                source = light_headers._text(call["cuda_sources"])
+                source = light_headers.sources_text(call["cuda_sources"])
                 row = {"candidate": cand, "minimal_fits": light_headers.minimal_fits(call)}
                 row["light_cpu_s"], row["light_ok"] = compile_cu(source, light, includes, arch, work)
                 if row["minimal_fits"]:

@@ -22,8 +22,8 @@ A .cu whose torch names are all in MINIMAL_NAMES (the tensor, its dtypes and opt
 allocating factories) is tried first with less than <torch/types.h>: that header's own text with
 MINIMAL_INCLUDES (the tensor, those factories' own operator headers) in place of all of ATen
 (bench/results/cu-headers-20261204-cpu). It stands in for torch/types.h itself (load_inline puts
-that first in every .cu) in its own shadow dir. One difference in meaning
-is possible, and excluded: torch::empty and its kin are at::empty plus autograd's requires_grad
+that first in every .cu: LOAD_INLINE_CU_HEAD) in its own shadow dir. One difference in meaning is
+possible, and excluded: torch::empty and its kin are at::empty plus autograd's requires_grad
 (torch/csrc/autograd/generated/variable_factories.h), so a .cu that says requires_grad is not
 tried this way. When that try does not compile, the full one follows, as after a light try: the
 scan lets through only what the minimal header declares, so such a .cu is most often wrong on its
@@ -37,6 +37,8 @@ from .scoped_env import scoped_env
 LIGHT_EXTENSION_H = "#pragma once\n// kjudge: the light stand-in for the .cu (see light_headers.py)\n#include <torch/types.h>\n"
 LIGHT_MAIN_H = ("#pragma once\n// kjudge: the light stand-in for main.cpp (see light_headers.py)\n#include <torch/types.h>\n"
                 "#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n")
+# what load_inline writes before a .cu's own sources
+LOAD_INLINE_CU_HEAD = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 # the factories the minimal .cu header declares, with their operator headers
 MINIMAL_FACTORIES = ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like")
 # what the minimal header includes in place of all of ATen, autograd's factories and variables and
@@ -106,7 +108,7 @@ def cpp_extension_include_paths():
 def minimal_fits(bound):
     """The .cu names nothing of torch past MINIMAL_NAMES, no other torch header, no requires_grad;
     and this torch's torch/types.h is one the minimal header can stand in for."""
-    text = _text(bound.get("cuda_sources"))
+    text = sources_text(bound.get("cuda_sources"))
     if minimal_types_h() is None or any(w in text for w in ("PYBIND11", "pybind11", "py::")):
         return False  # bindings in the .cu need torch/extension.h's whole API (the full try)
     if "requires_grad" in text or _UMBRELLA.search(text):
@@ -122,7 +124,8 @@ def _minimal_name(space, name):
     return name in MINIMAL_NAMES or re.fullmatch(r"k[A-Z]\w*", name) is not None
 
 
-def _text(sources):
+def sources_text(sources):
+    """A load_inline sources argument (a string or a list of them) as one text."""
     return "\n".join([sources] if isinstance(sources, str) else list(sources or []))
 
 
@@ -139,7 +142,7 @@ def light_main_dir(pch_dir, bound):
     light = os.path.join(pch_dir, "light") if pch_dir else ""
     if not light or not os.path.isdir(os.path.join(light, "torch", "extension.h.gch")) or not _enabled():
         return None
-    return None if _UMBRELLA.search(_text(bound.get("cpp_sources"))) else light
+    return None if _UMBRELLA.search(sources_text(bound.get("cpp_sources"))) else light
 
 
 def build(load_inline, bound, ext_dir, pch_dir=None):

@@ -16,13 +16,14 @@ DeviceBudget::Hold::~Hold() {
   budget_->cv_.notify_all();
 }
 
-// A candidate passing `head` (which does not fit yet): within the head's window, fitting now,
-// and leaving the head its room once the holds out before it end (what passed it counted).
+// A candidate passing `head` (which does not fit yet, so some hold is out): within the head's
+// window, fitting now, and leaving the head its room once the holds out when it became the head
+// end (what passed it counted).
 bool DeviceBudget::may_pass(const Waiter& head, const Waiter& w) const {
   if (head.backfill_seconds <= 0 || fits(head) || head.bytes > head.capacity) return false;
   const double head_waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - head_since_).count();
   if (head_waited >= head.backfill_seconds) return false;
-  return held_ + w.bytes <= w.capacity && passed_bytes_ + w.bytes + head.bytes <= head.capacity;
+  return fits(w) && passed_bytes_ + w.bytes + head.bytes <= head.capacity;
 }
 
 // The head when it fits; else, while the head may be passed, the earliest caller that may pass it.

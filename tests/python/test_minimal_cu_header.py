@@ -75,7 +75,7 @@ def load_inline_cu(tmp_path, source, shadow):
     """nvcc -c of `source` as load_inline writes its .cu (torch/types.h first), with `shadow` in
     front of torch's include dirs as NVCC_PREPEND_FLAGS puts it; (status, messages)."""
     cu = tmp_path / "cuda.cu"
-    cu.write_text("#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" + source)
+    cu.write_text(light_headers.LOAD_INLINE_CU_HEAD + source)
     includes = [f for d in cpp_extension.include_paths() for f in ("-isystem", d)]
     cmd = [NVCC, "-I" + shadow, "-c", str(cu), "-o", str(tmp_path / "cuda.o"), "-std=c++17",
            "--compiler-options", "-fPIC", "-gencode=arch=compute_90a,code=sm_90a"] + includes
