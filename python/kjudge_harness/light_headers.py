@@ -13,28 +13,39 @@ file holds. The bindings need only ATen, pybind11's casters and torch's error wr
 (LIGHT_MAIN_H, precompiled beside the full header in pch/light, pch.py): ~7 s. It is put in front of
 the include path when the cpp sources name no other torch umbrella header.
 
-When a light try does not compile, the build is redone exactly as load_inline would do it (its
+When a shortcut try fails in any way, the build is redone exactly as load_inline would do it (its
 versioner told to forget the failed try, which it would otherwise skip): same source, same flags,
 so the same semantics: a name a light header lacks is a compile error, never a different overload,
-and the message a candidate gets is always the full headers' own.
+and the message a candidate gets is always the full headers' own. Whatever failed (the .cu,
+main.cpp, the link, the import) goes to the full headers: reading ninja's text to spare a retry
+broke when ninja 1.12 wrote "FAILED: [code=1] cuda.cuda.o" (issue 53: honest kernels whose light
+try failed were COMPILE_ERROR with the light header's message).
+
+A shortcut must never compile a program the full headers refuse, nor give one another meaning.
+A light header declares a subset of torch's names, so only a name the full headers add can change
+the result, through a lookup that is not qualified: code inside torch's namespaces or with them
+brought into its scope (`using namespace torch`, SCOPE_HAZARD: no shortcut for that file), a
+global name of Python.h's (LIGHT_EXTENSION_H includes it), or, for the minimal header, which
+lacks ATen's functions, a function of the candidate's own with an ATen operator's name and a
+tensor parameter, which the full headers' ADL would find twice (ambiguous: no minimal try).
 
 A .cu whose torch names are all in MINIMAL_NAMES (the tensor, its dtypes and options, the
 allocating factories) is tried first with less than <torch/types.h>: that header's own text with
 MINIMAL_INCLUDES (the tensor, those factories' own operator headers) in place of all of ATen
 (bench/results/cu-headers-20261204-cpu). It stands in for torch/types.h itself (load_inline puts
-that first in every .cu: LOAD_INLINE_CU_HEAD) in its own shadow dir. One difference in meaning is
-possible, and excluded: torch::empty and its kin are at::empty plus autograd's requires_grad
-(torch/csrc/autograd/generated/variable_factories.h), so a .cu that says requires_grad is not
-tried this way. When that try does not compile, the full one follows, as after a light try: the
-scan lets through only what the minimal header declares, so such a .cu is most often wrong on its
-own account, and a light try would only have repeated its error."""
+that first in every .cu: LOAD_INLINE_CU_HEAD) in its own shadow dir. torch::empty and its kin are
+at::empty plus autograd's requires_grad (torch/csrc/autograd/generated/variable_factories.h), so a
+.cu that says requires_grad is not tried this way. tests/build_corpus holds model-style programs
+whose compile result kjudge's build must share with plain load_inline."""
 import functools
 import os
 import re
 
 from .scoped_env import scoped_env
 
-LIGHT_EXTENSION_H = "#pragma once\n// kjudge: the light stand-in for the .cu (see light_headers.py)\n#include <torch/types.h>\n"
+# Python.h: the global names torch/extension.h brings besides torch's own (its C library headers)
+LIGHT_EXTENSION_H = ("#pragma once\n// kjudge: the light stand-in for the .cu (see light_headers.py)\n"
+                     "#include <Python.h>\n#include <torch/types.h>\n")
 LIGHT_MAIN_H = ("#pragma once\n// kjudge: the light stand-in for main.cpp (see light_headers.py)\n#include <torch/types.h>\n"
                 "#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n")
 # what load_inline writes before a .cu's own sources
@@ -64,6 +75,16 @@ _QUALIFIED = re.compile(r"\b(torch|at|c10)\s*::\s*(\w+)")
 # cpp sources that include one of these get the full header: parsed from text beside the light
 # precompiled one, it would cost more than the light header saves
 _UMBRELLA = re.compile(r"#\s*include\s*[<\"]torch/(?!extension\.h|types\.h)[^>\"]*[>\"]")
+# code that reads torch's, ATen's, c10's or pybind11's names unqualified: inside their namespaces,
+# or with them brought into its own scope; and pybind11 itself, which the .cu's light headers omit
+SCOPE_HAZARD = re.compile(r"\b(?:using\s+namespace\s+(?:::\s*)?(?:torch|at|c10|pybind11|py)\b"
+                          r"|namespace\s+(?:torch|at|c10|pybind11|py)\s*(?:\{|::))")
+_PYBIND = re.compile(r"PYBIND11|pybind11|\bpy\s*::")
+# Tensor::index and index_put_ take at::indexing::TensorIndex, which the minimal header only
+# forward-declares: such a .cu goes to the light try at once
+_NEEDS_INDEXING = re.compile(r"\.\s*index(?:_put_)?\s*\(|\bindexing\s*::")
+# `name(params) {`: a function definition (a call is never followed by a body)
+_FUNCTION_DEFINITION = re.compile(r"\b(\w+)\s*\(([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*)\)\s*(?:const\s*)?\{")
 
 
 def shadow_dir(ext_dir, minimal=False):
@@ -106,12 +127,13 @@ def cpp_extension_include_paths():
 
 
 def minimal_fits(bound):
-    """The .cu names nothing of torch past MINIMAL_NAMES, no other torch header, no requires_grad;
-    and this torch's torch/types.h is one the minimal header can stand in for."""
+    """The .cu names nothing of torch past MINIMAL_NAMES, no other torch header, no requires_grad,
+    no method that takes ATen's index types, and defines no function that ATen's own would make
+    ambiguous; and this torch's torch/types.h is one the minimal header can stand in for."""
     text = sources_text(bound.get("cuda_sources"))
-    if minimal_types_h() is None or any(w in text for w in ("PYBIND11", "pybind11", "py::")):
-        return False  # bindings in the .cu need torch/extension.h's whole API (the full try)
-    if "requires_grad" in text or _UMBRELLA.search(text):
+    if minimal_types_h() is None or _NEEDS_INDEXING.search(text) or not _cu_shortcut_safe(text):
+        return False
+    if "requires_grad" in text or _UMBRELLA.search(text) or _shadows_an_aten_function(text):
         return False
     return all(_minimal_name(space, name) for space, name in _QUALIFIED.findall(text))
 
@@ -124,6 +146,36 @@ def _minimal_name(space, name):
     return name in MINIMAL_NAMES or re.fullmatch(r"k[A-Z]\w*", name) is not None
 
 
+def shortcut_safe(text):
+    """No code of this file's reads torch's or pybind11's namespaces unqualified (SCOPE_HAZARD):
+    only there could a name a light header lacks change what compiles."""
+    return not SCOPE_HAZARD.search(text)
+
+
+def _cu_shortcut_safe(text):
+    """shortcut_safe, and no pybind11 in the .cu (its light headers leave pybind11 out)."""
+    return shortcut_safe(text) and not _PYBIND.search(text)
+
+
+def _shadows_an_aten_function(text):
+    """A function of the candidate's own, named like an ATen operator, taking a tensor: a call of it
+    with tensors finds ATen's too (ADL on at::Tensor) under the full headers, not the minimal one."""
+    ops = aten_operator_names()
+    return any(name in ops for name, params in _FUNCTION_DEFINITION.findall(text) if "Tensor" in params)
+
+
+@functools.lru_cache(maxsize=1)
+def aten_operator_names():
+    """The installed torch's ATen operators (ATen/ops/<name>.h), as at:: functions."""
+    for d in cpp_extension_include_paths():
+        ops = os.path.join(d, "ATen", "ops")
+        if os.path.isdir(ops):
+            return frozenset(f[:-2] for f in os.listdir(ops) if f.endswith(".h") and "_ops" not in f
+                             and "_native" not in f and "_compositeexplicit" not in f
+                             and "_compositeimplicit" not in f and "_dispatch" not in f)
+    return frozenset()
+
+
 def sources_text(sources):
     """A load_inline sources argument (a string or a list of them) as one text."""
     return "\n".join([sources] if isinstance(sources, str) else list(sources or []))
@@ -133,8 +185,9 @@ def _enabled():
     return os.environ.get("KJUDGE_LIGHT_HEADERS", "1") != "0"
 
 
-def _has_cuda(bound):
-    return bool(bound.get("cuda_sources")) and _enabled()
+def _light_cu(bound):
+    """The .cu gets a light try: there is one, the node allows it, and shortcut_safe."""
+    return bool(bound.get("cuda_sources")) and _enabled() and _cu_shortcut_safe(sources_text(bound["cuda_sources"]))
 
 
 def light_main_dir(pch_dir, bound):
@@ -142,18 +195,17 @@ def light_main_dir(pch_dir, bound):
     light = os.path.join(pch_dir, "light") if pch_dir else ""
     if not light or not os.path.isdir(os.path.join(light, "torch", "extension.h.gch")) or not _enabled():
         return None
-    return None if _UMBRELLA.search(sources_text(bound.get("cpp_sources"))) else light
+    text = sources_text(bound.get("cpp_sources"))
+    return None if _UMBRELLA.search(text) or not shortcut_safe(text) else light
 
 
 def build(load_inline, bound, ext_dir, pch_dir=None):
     """(module, mode): mode is "minimal" (the .cu with the minimal header, main.cpp light), "light"
     (the light tries compiled), "full" (one did not: redone with the full headers) or "" (nothing
     light to try). pch_dir: the precompiled headers' dir, or None."""
-    light_cu, light_main = _has_cuda(bound), light_main_dir(pch_dir, bound)
+    light_cu, light_main = _light_cu(bound), light_main_dir(pch_dir, bound)
     if not (light_cu or light_main):
         return load_inline(**included(bound, pch_dir)), ""
-    # a .cu the scan lets through that then does not compile is most often the candidate's own
-    # error, which a light try would only repeat: the full headers follow any failed try
     mode = "minimal" if light_cu and minimal_fits(bound) else "light"
     # the .cu's shadow headers are written only for a build that has a .cu
     env = {"NVCC_PREPEND_FLAGS": f"-I{shadow_dir(ext_dir, mode == 'minimal')} "
@@ -161,20 +213,9 @@ def build(load_inline, bound, ext_dir, pch_dir=None):
     try:
         with scoped_env(**env):
             return load_inline(**included(fresh(bound), light_main or pch_dir)), mode
-    except RuntimeError as exc:  # "Error building extension ...": the full headers decide
-        failed = failed_files(str(exc))
-        if not ((light_cu and failed["cuda"]) or (light_main and failed["main"])):
-            raise  # the link failed, or a file compiled with the full header: the headers are not why
+    except Exception:  # noqa: BLE001 - any failure of a shortcut: the full headers decide, as load_inline alone
+        pass
     return rebuild(load_inline, included(bound, pch_dir)), "full"
-
-
-def failed_files(text):
-    """Which of load_inline's two files did not compile, from ninja's "FAILED: main.o" lines in
-    torch's message (its other lines name both files' commands); by name where it has none."""
-    failed = re.findall(r"FAILED: (\S+)", text)
-    if not failed:
-        return {"main": "main.cpp" in text, "cuda": "cuda.cu" in text}
-    return {"main": any(f.startswith("main.") for f in failed), "cuda": any(f.startswith("cuda.") for f in failed)}
 
 
 def included(bound, include_dir):
