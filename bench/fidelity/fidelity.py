@@ -215,6 +215,12 @@ def summarize_result(r):
             "gpu_lock_held": ph.get("gpu_lock_held", 0.0), "legality_flags": r.get("legality", {}).get("flags", []),
             "worker": r.get("worker", ""), "speedup_source": perf.get("speedupSource", ""),
             "trusted_call_ms": perf.get("trustedCallMs", 0.0),
+            # compat: KernelBench's means, and the trials timed again because the host made them wait
+            "cand_mean_ms": cand.get("meanMs", 0.0), "ref_mean_ms": base.get("meanMs", 0.0),
+            "cand_max_ms": cand.get("maxMs", 0.0), "ref_max_ms": base.get("maxMs", 0.0),
+            "cand_trials_redone": cand.get("trialsRedone", 0), "ref_trials_redone": base.get("trialsRedone", 0),
+            "cand_host_wait_ms": cand.get("hostWaitMs", 0.0), "ref_host_wait_ms": base.get("hostWaitMs", 0.0),
+            "excessive_speedup": perf.get("excessiveSpeedup", False),
             # where a job's wall went (admission and lock waits, build, stages): a load's cost, per job
             "phase_seconds": {k: round(v, 3) for k, v in ph.items() if isinstance(v, (int, float))}}
 
@@ -357,10 +363,18 @@ class Filler(threading.Thread):
                 self.judge.cancel(jid)
 
 
+def loaded_modes(a, e):
+    """The modes a candidate is measured in on the full node: its primary one, or --loaded-modes."""
+    return [primary_mode(e)] if a.loaded_modes == "primary" else [m for m in a.loaded_modes.split(",") if m]
+
+
 def phase_loaded(judge, state, a, entries, noise, all_entries):
     """Each candidate measured once per repeat with the node full: `loaded_at_once` measured jobs
-    at a time (each other's load) and fillers for the rest of `concurrency`."""
-    pool = list(all_entries)  # the fillers come from the whole corpus, whatever --only picked
+    at a time (each other's load) and fillers for the rest of `concurrency`. With
+    --filler-manifest the fillers are distinct sources (variants.py), each a cold build: the node
+    builds while it times, as in an RL step."""
+    # the fillers come from the whole corpus, whatever --only picked, or from --filler-manifest
+    pool = json.load(open(a.filler_manifest)) if a.filler_manifest else list(all_entries)
     random.Random(7).shuffle(pool)
     if a.noise:
         # the noisy neighbours take every fourth filler slot
@@ -373,16 +387,16 @@ def phase_loaded(judge, state, a, entries, noise, all_entries):
     todo = queue.Queue()
     for rep in range(a.loaded_repeats):
         for e in entries:
-            if not state.done("loaded", e["candidate"], primary_mode(e), rep):
-                todo.put((rep, e))
+            for m in loaded_modes(a, e):
+                if not state.done("loaded", e["candidate"], m, rep):
+                    todo.put((rep, e, m))
 
     def measure():
         while True:
             try:
-                rep, e = todo.get_nowait()
+                rep, e, m = todo.get_nowait()
             except queue.Empty:
                 return
-            m = primary_mode(e)
             filler.exclude.add(e["candidate"])
             inflight = filler.count()
             row = run_one(judge, state, a, e, m, "loaded", rep, {"fillers_at_submit": inflight, "measured_at_once": at_once})
@@ -503,12 +517,63 @@ def build_report(rows, entries):
             row["kb_compiled"] = row["kb_correct"] = row["kb_speedup"] = None
         cs = row["compat_speedup"]["median"]
         row["compat_over_kb"] = (cs / row["kb_speedup"]) if cs and row.get("kb_speedup") else None
+        compat_loaded(row, pick("loaded", "compat"))
         table.append(row)
     s = summarize(table)
     waits = sorted(r["wall_s"] for r in rows if r["phase"] == "loaded" and r.get("verdict") not in UNSCORED and "wall_s" in r)
     # how long a measured job took beside 15 others, queue included: what fair admission bounds
     s["loaded_wall_s"] = {"n": len(waits), "median": _med(waits), "max": waits[-1] if waits else None}
     return table, s
+
+
+def compat_loaded(row, loaded):
+    """compat on the full node beside compat alone and KernelBench's evaluator alone (issue 53), with
+    what the loops say of the host: trials timed again, the longest trial, excessive speedups."""
+    sp = [r["speedup"] for r in loaded if r.get("speedup", 0) > 0]
+    row["compat_loaded_speedup"] = _med(sp)
+    alone, kb = row["compat_speedup"]["median"], row.get("kb_speedup")
+    row["compat_loaded_over_alone"] = (row["compat_loaded_speedup"] / alone) if sp and alone else None
+    row["compat_loaded_over_kb"] = (row["compat_loaded_speedup"] / kb) if sp and kb else None
+    row["compat_loaded_redone"] = [[r.get("cand_trials_redone", 0), r.get("ref_trials_redone", 0)] for r in loaded]
+    row["compat_loaded_max_ms"] = [[r.get("cand_max_ms", 0), r.get("ref_max_ms", 0)] for r in loaded]
+    row["excessive_speedup"] = any(r.get("excessive_speedup") for r in loaded) or bool(kb and kb > 10)
+
+
+def compat_summary(table, s):
+    """The compat targets: loaded vs KernelBench alone within 10 % for >= 90 %, none beyond 25 %;
+    loaded vs alone p90 <= 5 %."""
+    kb = [(t["candidate"], t["compat_loaded_over_kb"]) for t in table if t.get("compat_loaded_over_kb")]
+    s["compat_loaded_kb_n"] = len(kb)
+    s["compat_loaded_kb_within10"] = (sum(1 for _, x in kb if 0.9 <= x <= 1.1) / len(kb)) if kb else None
+    s["compat_loaded_kb_beyond25"] = [[c, round(x, 3)] for c, x in kb if not 0.75 <= x <= 1.25]
+    dev = [abs(t["compat_loaded_over_alone"] - 1) for t in table if t.get("compat_loaded_over_alone")]
+    s["compat_loaded_alone_p90"], s["compat_loaded_alone_n"] = _p90(dev), len(dev)
+    s["excessive_speedups"] = [t["candidate"] for t in table if t.get("excessive_speedup")]
+    s["targets"].update({
+        "compat loaded vs KernelBench alone within 10% for >= 90%":
+            s["compat_loaded_kb_within10"] is not None and s["compat_loaded_kb_within10"] >= 0.90,
+        "compat loaded vs KernelBench alone: none beyond 25%": bool(kb) and not s["compat_loaded_kb_beyond25"],
+        "compat loaded vs compat alone p90 <= 5%": s["compat_loaded_alone_p90"] is not None and s["compat_loaded_alone_p90"] <= 0.05,
+    })
+
+
+def compat_markdown(table, s):
+    out = ["", "## compat: alone, on the full node, and KernelBench's evaluator alone", "",
+           "| candidate | compat alone | compat loaded | loaded/alone | KB alone | loaded/KB | trials redone (cand, ref) | longest trial ms (cand, ref) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for t in table:
+        if t.get("compat_loaded_speedup") is None and t["compat_speedup"]["median"] is None:
+            continue
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            t["candidate"].replace("corpus/", ""), _fmt(t["compat_speedup"]["median"]), _fmt(t.get("compat_loaded_speedup")),
+            _fmt(t.get("compat_loaded_over_alone")), _fmt(t["kb_speedup"]), _fmt(t.get("compat_loaded_over_kb")),
+            t.get("compat_loaded_redone") or "-", t.get("compat_loaded_max_ms") or "-"))
+    out += ["", "- compat loaded vs KernelBench alone: within 10%% for %s of %d; beyond 25%%: %s" % (
+                _fmt(s["compat_loaded_kb_within10"], "%.3f"), s["compat_loaded_kb_n"], s["compat_loaded_kb_beyond25"] or "none"),
+            "- compat loaded vs compat alone: p90 |ratio - 1| = %s over %d" % (
+                _fmt(s["compat_loaded_alone_p90"], "%.4f"), s["compat_loaded_alone_n"]),
+            "- speedups beyond KernelBench's 10x (excessive_speedup): %s" % (s["excessive_speedups"] or "none")]
+    return out
 
 
 def ci_covers(jobs):
@@ -579,6 +644,7 @@ def summarize(table):
         "compat correctness agreement with KernelBench >= 98%": s["compat_kb_agreement"] is not None and s["compat_kb_agreement"] >= 0.98,
         "compat-vs-KernelBench speedup within 10% for >= 90%": s["compat_kb_within10"] is not None and s["compat_kb_within10"] >= 0.90,
     }
+    compat_summary(table, s)
     return s
 
 
@@ -623,7 +689,8 @@ def markdown(table, s, meta):
             "- a loaded job's wall (submitted to verdict, beside the fillers): median %s s, longest %s s over %d" % (
                 _fmt(s["loaded_wall_s"]["median"], "%.1f"), _fmt(s["loaded_wall_s"]["max"], "%.1f"), s["loaded_wall_s"]["n"]),
             "- compat correctness agreement with KernelBench: %s over %d" % (_fmt(s["compat_kb_agreement"], "%.3f"), s["compat_kb_agreement_n"]),
-            "- compat speedup within 10%% of KernelBench's: %s over %d" % (_fmt(s["compat_kb_within10"], "%.3f"), s["compat_kb_n"]), ""]
+            "- compat speedup within 10%% of KernelBench's: %s over %d" % (_fmt(s["compat_kb_within10"], "%.3f"), s["compat_kb_n"])]
+    out += compat_markdown(table, s) + [""]
     for k, v in s["targets"].items():
         out.append("- [%s] %s" % ("x" if v else " ", k))
     return "\n".join(out) + "\n"
@@ -666,6 +733,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--repeats-subset", type=int, default=5, help="repeats for the manifest's repeat5 entries")
     ap.add_argument("--loaded-repeats", type=int, default=1)
+    ap.add_argument("--loaded-modes", default="primary",
+                    help="modes measured on the full node: primary (strict, or compat for FALLBACK candidates) or a list, e.g. compat")
+    ap.add_argument("--filler-manifest", default="",
+                    help="fillers from this manifest (variants.py's: every filler a distinct source, a cold build)")
     ap.add_argument("--concurrency", type=int, default=16, help="jobs in flight in the loaded phase (the measured one included)")
     ap.add_argument("--loaded-at-once", type=int, default=1,
                     help="measured jobs in flight at once in the loaded phase (each other's load; fillers make up the rest)")

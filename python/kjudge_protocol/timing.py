@@ -15,6 +15,7 @@ import torch
 
 from . import inputs as kin
 from .launch_cover import LaunchCover
+from .run_queue import RunQueueWait
 
 _perf_ns = time.perf_counter_ns  # bound before candidate code runs
 # How a call is timed, in the identity of cached baselines (node_identity): a reference timed
@@ -228,30 +229,86 @@ def round3(x):
 KB_L2_THRASH_ELEMENTS = 32 * 1024 * 1024  # int64: 256 MB, KernelBench's clear_l2_cache
 
 
+# A trial whose launch (start event to end event) waited longer than this for a CPU is one that
+# KernelBench alone, on a quiet host, would not have timed: on a full node (16 slots, builds beside)
+# such waits put whole milliseconds into single trials of a 0.05 ms kernel, and the mean of 100
+# trials moved 2-7x (issue 53). It is timed again; the fill before it still hides shorter waits.
+HOST_WAIT_LIMIT_NS = 20_000
+
+
 def kernelbench_loop(fn, args, device, trials=100, warmup=3, discard_first=1):
     """KernelBench's time_execution_with_cuda_event (src/kernelbench/timing.py): warm-ups with a sync
     after each, torch's cached blocks released, then per trial a device sync, a 256 MB fill that
     thrashes L2 (cold cache), two events on the current stream around the call and a device sync;
-    the first trial is discarded."""
+    the first trial is discarded. As if alone: a trial whose launch waited for a CPU (HOST_WAIT_LIMIT_NS)
+    is timed again, at most `trials` times in all; what is left is kept and counted."""
     timer = DeviceTimer(device, False)
     for _ in range(warmup):
         fn(*args)
         timer.sync()
     if timer.cuda:
         torch.cuda.empty_cache()
-    times = []
-    for trial in range(trials + discard_first):
+    waits = RunQueueWait()
+    times, redone, contended, waited_ns, launches = [], 0, 0, 0, []
+    try:
+        for trial in range(trials + discard_first):
+            while True:
+                ms, wait_ns, launch_ns = _kernelbench_trial(timer, fn, args, device, waits)
+                launches.append(launch_ns)
+                waited_ns += wait_ns
+                if wait_ns <= HOST_WAIT_LIMIT_NS or trial < discard_first:
+                    break
+                if redone >= trials:
+                    contended += 1
+                    break
+                redone += 1
+            if trial >= discard_first:
+                times.append(ms)
+    finally:
+        waits.close()
+    report = {"trial_ms": times, "method": timer.method, "kernelbench_stats": kernelbench_stats(times),
+              "stop_reason": "compat", "trials_redone": redone, "host_wait_ms": round(waited_ns / 1e6, 3),
+              "launch_wall_ms": _median_and_max_ms(launches), "flags": []}
+    if not waits.available:
+        report["flags"].append("host_wait_unavailable")
+    if contended:
+        report["flags"].append("compat_host_contended")
+        report["contended_trials_kept"] = contended
+    return report
+
+
+def _median_and_max_ms(ns):
+    """[median, max] of host times in ns, as ms: the launches' own spread, for the operator (a host
+    delay the run queue does not show, such as another thread holding the GIL, shows here)."""
+    s = sorted(ns)
+    return [round(s[len(s) // 2] / 1e6, 4), round(s[-1] / 1e6, 4)] if s else []
+
+
+def _kernelbench_trial(timer, fn, args, device, waits):
+    """One trial of KernelBench's loop: (event ms, ns the launch waited for a CPU, launch wall ns)."""
+    timer.sync()
+    if timer.cuda:
+        dummy = torch.empty(KB_L2_THRASH_ELEMENTS, dtype=torch.int64, device=device)
+        dummy.fill_(42)
+        del dummy
+        start, end = timer.new_events()
+        w0, t0 = waits.ns(), _perf_ns()
+        start.record()
+        fn(*args)
+        end.record()
+        launch, waited = _perf_ns() - t0, waits.ns() - w0
         timer.sync()
-        if timer.cuda:
-            dummy = torch.empty(KB_L2_THRASH_ELEMENTS, dtype=torch.int64, device=device)
-            dummy.fill_(42)
-            del dummy
-        _, ms, _ = timer.call(fn, args)
-        if trial >= discard_first:
-            times.append(ms)
+        return start.elapsed_time(end), waited, launch
+    w0, t0 = waits.ns(), _perf_ns()
+    fn(*args)
+    launch = _perf_ns() - t0
+    return launch / 1e6, waits.ns() - w0, launch
+
+
+def kernelbench_stats(times):
+    """KernelBench's get_timing_stats: mean, std (population), min, max, 3 significant figures."""
     n = len(times)
     mean = sum(times) / n
     std = math.sqrt(sum((t - mean) ** 2 for t in times) / n)
-    stats = {"mean": round3(mean), "std": round3(std), "min": round3(min(times)), "max": round3(max(times)),
-             "num_trials": n}
-    return {"trial_ms": times, "method": timer.method, "kernelbench_stats": stats, "stop_reason": "compat"}
+    return {"mean": round3(mean), "std": round3(std), "min": round3(min(times)), "max": round3(max(times)),
+            "num_trials": n}

@@ -128,6 +128,7 @@ nlohmann::json kernelbench_record(const v1::Result& r) {
         if (!o.passed()) meta["max_difference"].push_back(fmt::format("{:.6f}", o.max_abs_error()));
   }
   const auto& perf = r.performance();
+  if (perf.excessive_speedup()) meta["excessive_speedup"] = true;  // KernelBench's own mark beyond 10x
   // KernelBench's numbers: correctness is the allclose trials alone, the runtime is reported
   // whenever the candidate was timed (kjudge's legality verdict stays in metadata).
   const bool all_passed = r.correctness_size() > 0 && passed == static_cast<unsigned>(r.correctness_size());

@@ -311,6 +311,36 @@ TEST(KernelBenchSpeedup, TheIntervalTakesTheDevicesRecentLoopShiftWhenLarger) {
   EXPECT_NEAR(device.speedup_ci_high(), alone.speedup_ci_high() * 1.02, 1e-6);
 }
 
+// KernelBench's own second look beyond 10x, in both modes; compat's loops say what the host did.
+TEST(KernelBenchSpeedup, BeyondKernelBenchsTenfoldTheSpeedupIsMarkedExcessive) {
+  using nlohmann::json;
+  const auto loop = [](double ms, int redone) {
+    return json{{"trial_ms", std::vector<double>(100, ms)}, {"method", "cuda_events"}, {"trials_redone", redone},
+                {"host_wait_ms", 1.5}, {"kernelbench_stats", {{"mean", ms}, {"std", 0.0}, {"min", ms}, {"max", ms}}}};
+  };
+  const json ref = loop(2.0, 3), just_ten = loop(0.2, 0), beyond = loop(0.19, 7);
+  kj::SpeedupFacts f;
+  f.baseline = &ref;
+  f.compat = true;
+  for (const bool compat : {true, false}) {
+    f.compat = compat;
+    v1::Performance at, past;
+    f.candidate = &just_ten;
+    kj::set_speedup(at, f);
+    EXPECT_NEAR(at.speedup(), 10.0, 1e-9);
+    EXPECT_FALSE(at.excessive_speedup());  // KernelBench's test is "greater than"
+    f.candidate = &beyond;
+    kj::set_speedup(past, f);
+    EXPECT_TRUE(past.excessive_speedup());
+    EXPECT_EQ(past.candidate().trials_redone(), 7u);
+    EXPECT_EQ(past.baseline().trials_redone(), 3u);
+    EXPECT_DOUBLE_EQ(past.baseline().host_wait_ms(), 1.5);
+  }
+  const json odd = {{"trial_ms", {1.0}}, {"trials_redone", -4}, {"host_wait_ms", "x"}};  // the loop's own word: none
+  EXPECT_EQ(kj::stats_of(odd).trials_redone(), 0u);
+  EXPECT_EQ(kj::stats_of(odd).host_wait_ms(), 0.0);
+}
+
 TEST(LoopDrift, NoFigureUntilEnoughJobsThenTheP90OfTheRecentWindow) {
   kj::LoopDrift d;
   for (std::size_t i = 0; i + 1 < kj::LoopDrift::kMinSamples; ++i) d.record(0.5);

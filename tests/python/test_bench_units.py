@@ -296,7 +296,8 @@ def test_the_loaded_phase_keeps_the_node_full_with_several_measured_jobs_at_once
 
     entries = [{"problem": "level1/p%d.py" % i, "candidate": "c%d.py" % i, "mode": "strict"} for i in range(8)]
     a = SimpleNamespace(concurrency=6, loaded_at_once=3, fill_settle_s=0.1, loaded_repeats=1, noise=False,
-                        dataset=str(tmp_path), job_timeout_s=10, modes=["strict"])
+                        dataset=str(tmp_path), job_timeout_s=10, modes=["strict"], loaded_modes="primary",
+                        filler_manifest="")
     state = fid.State(str(tmp_path))
     judge = Judge()
     fid.phase_loaded(judge, state, a, entries, [], entries)
@@ -375,3 +376,23 @@ def test_repair_turns_are_counted_over_problems_and_kept_out_of_first_answer_met
     # without turns, the printout and report say nothing of them
     plain = summarize([record("strict", 2, 0, timed("OK", 2.0))], ["strict"], [1.0], [1])
     assert "problems solved by any turn</th>" not in html_report.render(plain, ["strict"], [1.0], [1], "t", {})
+
+
+def test_the_fidelity_report_sets_compat_on_the_full_node_beside_compat_alone_and_kernelbench_alone():
+    """Issue 53's targets: compat loaded vs KernelBench alone (10 %, none past 25 %), loaded vs alone."""
+    fid = load_fidelity()
+    entries = [{"problem": "level1/p%d.py" % i, "candidate": "corpus/c%d.py" % i, "kind": "fast"} for i in range(3)]
+    rows = []
+    for i, (alone, loaded, kb) in enumerate([(2.0, 2.02, 2.05), (1.0, 1.0, 0.8), (12.0, 12.1, 12.0)]):
+        c = entries[i]["candidate"]
+        rows += [{"phase": "alone", "candidate": c, "mode": "compat", "verdict": "OK", "speedup": alone},
+                 {"phase": "loaded", "candidate": c, "mode": "compat", "verdict": "OK", "speedup": loaded,
+                  "cand_trials_redone": 4, "ref_trials_redone": 0, "excessive_speedup": loaded > 10},
+                 {"phase": "kb", "candidate": c, "mode": "kb", "compiled": True, "correctness": True, "speedup": kb}]
+    table, s = fid.build_report(rows, entries)
+    assert [round(t["compat_loaded_over_kb"], 3) for t in table] == [round(2.02 / 2.05, 3), 1.25, round(12.1 / 12, 3)]
+    assert s["compat_loaded_kb_n"] == 3 and abs(s["compat_loaded_kb_within10"] - 2 / 3) < 1e-9
+    assert s["compat_loaded_kb_beyond25"] == [] and s["excessive_speedups"] == ["corpus/c2.py"]
+    assert not s["targets"]["compat loaded vs KernelBench alone within 10% for >= 90%"]
+    assert s["targets"]["compat loaded vs compat alone p90 <= 5%"]
+    assert "compat loaded" in fid.markdown(table, s, {})

@@ -141,3 +141,85 @@ def test_the_calls_launch_overlaps_the_l2_flush_and_the_cover_instead_of_an_idle
 def test_a_baseline_timed_by_another_method_is_not_the_cache_entry_of_this_one():
     from kjudge_protocol.node_identity import node_identity
     assert f"timing {timing.PROTOCOL}" in node_identity(torch.device("cpu"))
+
+
+class ScriptedWaits:
+    """RunQueueWait with the run-queue wait of each trial's launch programmed by the test."""
+
+    def __init__(self, waits_ns):
+        self.waits, self.total, self.reads, self.available = list(waits_ns), 0, 0, True
+
+    def __call__(self):
+        return self
+
+    def ns(self):
+        self.reads += 1
+        if self.reads % 2 == 0:  # the read after the call: the trial's wait lands here
+            self.total += self.waits.pop(0) if self.waits else 0
+        return self.total
+
+    def close(self):
+        pass
+
+
+def kernelbench_loop_with_waits(monkeypatch, waits_ns, trials=10):
+    monkeypatch.setattr(timing, "RunQueueWait", ScriptedWaits(waits_ns))
+    calls = []
+    return timing.kernelbench_loop(lambda x: calls.append(1) or x, [torch.zeros(4)], torch.device("cpu"),
+                                   trials=trials), len(calls)
+
+
+def test_compat_times_again_a_trial_whose_launch_waited_for_a_cpu(monkeypatch):
+    """KernelBench alone on a quiet host: a trial the host made wait is not one it would time."""
+    limit = timing.HOST_WAIT_LIMIT_NS
+    # first trial discarded (never redone), then trials 2 and 4 waited: each timed once more
+    report, calls = kernelbench_loop_with_waits(monkeypatch, [5 * limit, 0, 5 * limit, 0, 0, 2 * limit] + [0] * 20)
+    assert len(report["trial_ms"]) == 10 and report["trials_redone"] == 2
+    assert calls == 3 + 11 + 2  # warm-ups, trials with the discarded first, the two again
+    assert report["flags"] == [] and abs(report["host_wait_ms"] - 12 * limit / 1e6) < 1e-9
+
+
+def test_compat_redoes_at_most_as_many_trials_as_it_times_and_says_what_it_kept(monkeypatch):
+    report, calls = kernelbench_loop_with_waits(monkeypatch, [10 * timing.HOST_WAIT_LIMIT_NS] * 100, trials=10)
+    assert len(report["trial_ms"]) == 10 and report["trials_redone"] == 10
+    assert report["contended_trials_kept"] == 10 and "compat_host_contended" in report["flags"]
+    assert calls == 3 + 11 + 10
+
+
+def test_the_run_queue_wait_is_the_threads_own_and_grows_only_while_it_waits_for_a_cpu():
+    """Real run_delay: this thread and a spinner pinned to one CPU take turns, so the thread's
+    wait grows by whole scheduler slices; a sleep (not runnable) adds nothing."""
+    import multiprocessing
+    import os
+    import time
+    from kjudge_protocol.run_queue import RunQueueWait
+    waits = RunQueueWait()
+    assert waits.available
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    before_affinity = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    spinner = multiprocessing.get_context("fork").Process(target=_spin_on, args=(cpu, 3.0), daemon=True)
+    try:
+        w0 = waits.ns()
+        time.sleep(0.2)
+        assert waits.ns() - w0 < 5_000_000  # asleep: not waiting for a CPU
+        spinner.start()
+        time.sleep(0.2)  # the spinner is running on the CPU
+        w1, t_end = waits.ns(), time.monotonic() + 0.5
+        while time.monotonic() < t_end:  # runnable for 0.5 s beside a spinner: about half of it waiting
+            pass
+        assert waits.ns() - w1 > 50_000_000
+    finally:
+        spinner.terminate()
+        spinner.join()
+        os.sched_setaffinity(0, before_affinity)
+        waits.close()
+
+
+def _spin_on(cpu, seconds):
+    import os
+    import time
+    os.sched_setaffinity(0, {cpu})
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass

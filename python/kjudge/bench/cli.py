@@ -141,14 +141,14 @@ def print_summary(summary, modes, ps, ks, file=None):
     labels = (["samples", "compile rate", "correctness rate"] + ["fast_%g" % p for p in ps] +
               ["pass@%d" % k for k in ks] + ["avg@%d" % k for k in ks] +
               ["faster vs eager >%gx" % threshold, "faster vs compile >%gx" % threshold] +
-              ["geomean speedup", "fraction of peak"])
+              ["geomean speedup", "fraction of peak", "beyond 10x (KB's excessive)"])
     cols = []
     for m in modes:
         a = summary[m]["overall"]
         cols.append([str(a["samples"]), f(a["compile_rate"]), f(a["correct_rate"])] +
                     [f(a["fast_p"]["%g" % p]) for p in ps] + [f(a["pass_at_k"][str(k)]) for k in ks] +
                     [f(a["avg_at_k"][str(k)]) for k in ks] + [f(a["faster_vs_eager"]), f(a["faster_vs_compile"])] +
-                    [f(a["geomean_speedup"], pct=False), f(a["mean_peak_fraction"])])
+                    [f(a["geomean_speedup"], pct=False), f(a["mean_peak_fraction"]), str(a["excessive_speedups"])])
     print("%-24s" % "" + "".join("%12s" % m for m in modes), file=file)
     for i, label in enumerate(labels):
         print("%-24s" % label + "".join("%12s" % c[i] for c in cols), file=file)

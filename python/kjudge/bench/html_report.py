@@ -29,7 +29,8 @@ def _metric_rows(overall_by_mode, ps, ks):
     rows += [("faster vs eager (>%gx)" % threshold, "faster_vs_eager", True),
              ("faster vs compile (>%gx)" % threshold, "faster_vs_compile", True)]
     rows += [("geomean speedup (correct)", "geomean_speedup", False),
-             ("fraction of peak (mean)", "mean_peak_fraction", True)]
+             ("fraction of peak (mean)", "mean_peak_fraction", True),
+             ("speedups beyond 10x (KernelBench's excessive_speedup)", "excessive_speedups", False)]
     if any(len(agg["turns"]["by_turn"]) > 1 for agg in overall_by_mode):  # the generations had repair turns
         rows += [("problems solved at the first turn", ("turns", "first_turn"), True),
                  ("problems solved by any turn", ("turns", "best_of_turns"), True)]

@@ -35,6 +35,8 @@ def sample_record(rec, device):
         meta["runtime_error"] = r.message
     if verdict == "INCORRECT":
         meta["correctness_issue"] = r.message
+    if r.performance.excessive_speedup:
+        meta["excessive_speedup"] = True  # as KernelBench's evaluator marks a speedup beyond 10x
     correct = len(r.correctness) > 0 and passed == len(r.correctness)
     timed = correct and r.performance.candidate.trials > 0
     return {"sample_id": rec["sample"], "compiled": verdict not in ("COMPILE_ERROR", "INVALID_JOB"),

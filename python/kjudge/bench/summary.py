@@ -74,6 +74,7 @@ def sample_row(record):
             "compiled_ref_ms": perf.compiled_baseline.median_ms if perf.compiled_baseline.trials else None,
             "candidate_ms": perf.candidate.median_ms if timed else None,
             "peak_fraction": peak_fraction(perf) if timed else None,
+            "excessive_speedup": bool(timed and optional_field(perf, "excessive_speedup")),
             "message": r.message}
 
 
@@ -113,6 +114,8 @@ def aggregate(all_rows, ps, ks, faster_threshold=DEFAULT_FASTER_THRESHOLD):
     out.update(faster_rates(counted, faster_threshold))
     fractions = [r["peak_fraction"] for r in counted if r["peak_fraction"] is not None]
     out["mean_peak_fraction"] = sum(fractions) / len(fractions) if fractions else None
+    # KernelBench's own second look: speedups beyond its excessive_speedup_threshold (10x)
+    out["excessive_speedups"] = sum(1 for r in counted if r["excessive_speedup"])
     out["turns"] = turn_rates(all_rows)
     return out
 

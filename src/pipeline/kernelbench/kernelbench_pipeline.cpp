@@ -612,8 +612,23 @@ json medians_by_set(const json& loop) {
   return out;
 }
 
+// compat: what the host did to KernelBench's loops (trials timed again, their wait, the launches'
+// median and longest host time), in the log for the operator (docs/timing.md, "Compat mode").
+void log_compat_host(const KernelBenchRun& k, const json& cand_timing) {
+  const auto host = [](const json& loop) {
+    return json{{"trials_redone", loop.value("trials_redone", json())}, {"host_wait_ms", loop.value("host_wait_ms", json())},
+                {"launch_wall_ms", loop.value("launch_wall_ms", json())}};
+  };
+  const json* ref = k.seen && k.seen->contains("adjacent_baseline") ? &(*k.seen)["adjacent_baseline"] : nullptr;
+  log::info("kernelbench.compat_host",
+            {{"job_id", k.job.job_id()}, {"candidate", host(cand_timing)}, {"reference", ref ? host(*ref) : json()}});
+}
+
 void log_timing_by_set(const KernelBenchRun& k, const json& cand_timing) {
-  if (!cand_timing.contains("trial_set")) return;  // compat: KernelBench's loop, one set
+  if (!cand_timing.contains("trial_set")) {  // compat: KernelBench's loop, one set
+    log_compat_host(k, cand_timing);
+    return;
+  }
   const json* ref = k.seen && k.seen->contains("adjacent_baseline") ? &(*k.seen)["adjacent_baseline"] : nullptr;
   log::info("kernelbench.timing_by_set",
             {{"job_id", k.job.job_id()},

@@ -1,6 +1,7 @@
 #include "pipeline/kernelbench/kernelbench_speedup.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "pipeline/checks/engine_checks.h"
@@ -22,6 +23,11 @@ v1::TimingStats stats_of(const json& timing) {
     s.set_min_ms(k.value("min", 0.0));
     s.set_max_ms(k.value("max", 0.0));
   }
+  // the loop's own word, as its figures are: a malformed count gives none, never an error
+  if (const auto it = timing.find("trials_redone"); it != timing.end() && it->is_number_unsigned())
+    s.set_trials_redone(static_cast<std::uint32_t>(std::min<std::uint64_t>(it->get<std::uint64_t>(), 1u << 20)));
+  if (const auto it = timing.find("host_wait_ms"); it != timing.end() && it->is_number() && it->get<double>() >= 0)
+    s.set_host_wait_ms(it->get<double>());
   return s;
 }
 
@@ -72,7 +78,8 @@ void note_loop_flags(const json& timing, v1::Result& r) {
     if (flag.is_string()) add_flag(r, flag.get<std::string>());
 }
 
-void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
+namespace {
+void set_speedup_figures(v1::Performance& perf, const SpeedupFacts& f) {
   *perf.mutable_candidate() = stats_of(*f.candidate);
   *perf.mutable_baseline() = stats_of(*f.baseline);
   if (f.compiled_baseline) *perf.mutable_compiled_baseline() = stats_of(*f.compiled_baseline);
@@ -102,6 +109,15 @@ void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
   if (perf.has_compiled_baseline()) perf.set_speedup_vs_compiled(perf.compiled_baseline().median_ms() / cand_ms);
   perf.set_baseline_loop_shift(loop_shift(perf.baseline(), f.other_baseline, false));
   set_interval(perf, median_interval(base), median_interval(cand), interval_shift(perf, f));
+}
+}  // namespace
+
+// KernelBench's excessive_speedup_threshold: its evaluator marks a faster result for a second look
+constexpr double kExcessiveSpeedup = 10.0;
+
+void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
+  set_speedup_figures(perf, f);
+  perf.set_excessive_speedup(perf.speedup() > kExcessiveSpeedup);
 }
 
 }  // namespace kj

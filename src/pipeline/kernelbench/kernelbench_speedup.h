@@ -47,7 +47,7 @@ std::optional<double> harness_overhead_ms(const nlohmann::json& timing, const Ti
 void note_loop_flags(const nlohmann::json& timing, kjudge::v1::Result& r);
 
 // Fills candidate, baseline and compiled_baseline stats, speedup(s), the 95% interval,
-// trusted_call_ms and speedup_source.
+// trusted_call_ms and speedup_source; excessive_speedup beyond KernelBench's 10x.
 void set_speedup(kjudge::v1::Performance& perf, const SpeedupFacts& f);
 
 }  // namespace kj
