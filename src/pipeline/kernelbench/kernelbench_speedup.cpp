@@ -24,8 +24,8 @@ v1::TimingStats stats_of(const json& timing) {
     s.set_max_ms(k.value("max", 0.0));
   }
   // the loop's own word, as its figures are: a malformed count gives none, never an error
-  if (const auto it = timing.find("trials_redone"); it != timing.end() && it->is_number_unsigned())
-    s.set_trials_redone(static_cast<std::uint32_t>(std::min<std::uint64_t>(it->get<std::uint64_t>(), 1u << 20)));
+  if (const auto it = timing.find("trials_redone"); it != timing.end() && it->is_number_integer() && it->get<std::int64_t>() >= 0)
+    s.set_trials_redone(static_cast<std::uint32_t>(std::min<std::int64_t>(it->get<std::int64_t>(), 1 << 20)));
   if (const auto it = timing.find("host_wait_ms"); it != timing.end() && it->is_number() && it->get<double>() >= 0)
     s.set_host_wait_ms(it->get<double>());
   return s;
