@@ -174,7 +174,7 @@ class Cluster:
             d = self.dir / f"sentinel{i}"
             d.mkdir(parents=True, exist_ok=True)
             (d / "sentinel.conf").write_text(sentinel_conf(port, d, self.redis_ports[0], self.down_after_ms))
-            self._add(f"sentinel{i}", [sentinel_binary(), str(d / "sentinel.conf")])
+            self._add(f"sentinel{i}", sentinel_argv(d / "sentinel.conf"))
         # each sentinel has found the replicas and the other sentinels
         wait_for(lambda: all(sentinel_ready(p) for p in self.sentinel_ports), 30, "sentinels to see each other")
 
@@ -337,10 +337,11 @@ class Cluster:
 
 # -- small helpers ---------------------------------------------------------------------------
 
-def sentinel_binary():
-    for b in ("/usr/bin/redis-sentinel", "redis-sentinel"):
-        if Path(b).exists() or b == "redis-sentinel":
-            return b
+def sentinel_argv(conf):
+    """Debian's redis-sentinel (scripts/setup installs it); redis-server --sentinel is the same code."""
+    if Path("/usr/bin/redis-sentinel").exists():
+        return ["/usr/bin/redis-sentinel", str(conf)]
+    return ["redis-server", str(conf), "--sentinel"]
 
 
 def redis_cli(port, *args, timeout=2):
