@@ -5,7 +5,7 @@ tests/cluster/test_cluster.py, for bench/results.
     bench/cluster/failover.py [--failovers 20] [--rate 20] [--nodes 3] [--every 6] [--json out.json]
 
 Direct clients and gateway clients each submit `rate` trivial jobs per second (so 2 x rate in
-all); every `every` seconds the primary is SIGKILLed (the sentinels promote a replica, the old
+all, from `clients` threads of each kind); every `every` seconds the primary is SIGKILLed (the sentinels promote a replica, the old
 primary comes back as a replica). Then: acknowledged jobs lost, results changed after a client
 read them, jobs with more than one result, the service gap of each failover (last completion
 seen before the kill to the first after), the acknowledgement latency, and the cost of the
@@ -57,6 +57,7 @@ def main():
     ap.add_argument("--rate", type=float, default=20, help="jobs/s per submitter (direct and gateway)")
     ap.add_argument("--nodes", type=int, default=3)
     ap.add_argument("--every", type=float, default=6, help="seconds between failovers")
+    ap.add_argument("--clients", type=int, default=1, help="submitter threads of each kind (rate split among them)")
     ap.add_argument("--json", help="write the figures here too")
     a = ap.parse_args()
     os.environ.setdefault("KJUDGE_BIN", str(ROOT / "build-test/bin") if not (ROOT / "build/bin/kjudged").exists()
@@ -66,9 +67,11 @@ def main():
         cost = submit_cost(c)
         ledger = load.Ledger()
         gws = [c.gateway_url(i) for i in range(len(c.gateway_ports))]
-        threads = [load.Submitter(ledger, "direct", a.rate, "d", load.direct_submit(c.url)),
-                   load.Submitter(ledger, "demo", a.rate, "g", load.gateway_submit(gws, c.tokens["demo"])),
-                   load.Reader(ledger, c.url, ["direct", "demo"])]
+        per = a.rate / a.clients
+        threads = [load.Reader(ledger, c.url, ["direct", "demo"])]
+        for k in range(a.clients):
+            threads += [load.Submitter(ledger, "direct", per, f"d{k}", load.direct_submit(c.url)),
+                        load.Submitter(ledger, "demo", per, f"g{k}", load.gateway_submit(gws, c.tokens["demo"]))]
         t_start = time.monotonic()
         for t in threads:
             t.start()
