@@ -51,6 +51,32 @@ def submit_cost(c, n=400):
     return out
 
 
+def stage_cost(c, n=400):
+    """ms per result of what replica acknowledgements add to filing one (Queue::complete): SET NX
+    GET of the staged copy, WAIT 1, DEL after kj_complete, on one connection to the primary."""
+    import redis
+
+    rc = c.primary_client(redis)
+    lat = []
+    for i in range(n):
+        t = time.perf_counter()
+        rc.set(f"kj:{{p0}}:staged:cost:{i}", b"x" * 300, nx=True, get=True, ex=60)
+        rc.execute_command("WAIT", 1, 2000)
+        rc.delete(f"kj:{{p0}}:staged:cost:{i}")
+        lat.append((time.perf_counter() - t) * 1000)
+    return {"p50_ms": round(pct(lat, 50), 3), "p99_ms": round(pct(lat, 99), 3)}
+
+
+def cost_only():
+    c = Cluster(tempfile.mkdtemp(prefix="kjbench-cluster.", dir="/tmp"), nodes=1).up()
+    try:
+        out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv),
+               "submit_cost_sequential": submit_cost(c), "result_staging_added": stage_cost(c)}
+    finally:
+        c.down()
+    print(json.dumps(out, indent=1))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--failovers", type=int, default=20)
@@ -59,7 +85,10 @@ def main():
     ap.add_argument("--every", type=float, default=6, help="seconds between failovers")
     ap.add_argument("--clients", type=int, default=1, help="submitter threads of each kind (rate split among them)")
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--cost-only", action="store_true", help="only the submit and result-staging costs")
     a = ap.parse_args()
+    if a.cost_only:
+        return cost_only()
     os.environ.setdefault("KJUDGE_BIN", str(ROOT / "build-test/bin") if not (ROOT / "build/bin/kjudged").exists()
                           else str(ROOT / "build/bin"))
     c = Cluster(tempfile.mkdtemp(prefix="kjbench-cluster.", dir="/tmp"), nodes=a.nodes).up()

@@ -283,8 +283,11 @@ class Cluster:
         wait_for(lambda: self.primary_name() not in (None, old), timeout, "a new primary")
         named = time.monotonic() - t0
         self.restart(old)
-        new = self.primary_port()
-        wait_for(lambda: all(in_sync(p) for p in self.redis_ports if p != new), timeout, "replicas in sync again")
+
+        def synced():  # the sentinels' view is asked each time: it may be undecided for a moment
+            new = self.primary_port()
+            return new is not None and all(in_sync(p) for p in self.redis_ports if p != new)
+        wait_for(synced, timeout, "replicas in sync again")
         return killed_at, named, time.monotonic() - t0
 
     # -- looking -----------------------------------------------------------------------------
