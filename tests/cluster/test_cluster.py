@@ -6,6 +6,7 @@ node in turn, let replicas lag. Every test asserts what an operator was promised
 client read it, one result per job. bench/cluster/failover.py is the long version (20 failovers).
 """
 
+import json
 import signal
 import time
 
@@ -120,8 +121,9 @@ def test_judging_node_killed_or_frozen_its_jobs_finish_elsewhere(cluster_factory
         while not rc.xpending_range(f"kj:{{p0}}:jobs:{DIRECT}", "kjudged", "-", "+", 100, consumername=victim):
             assert time.monotonic() < deadline, f"{victim} never took a job"
             time.sleep(0.05)
-        held = [e["message_id"] for e in rc.xpending_range(f"kj:{{p0}}:jobs:{DIRECT}", "kjudged", "-", "+", 100,
-                                                          consumername=victim)]
+        stream = f"kj:{{p0}}:jobs:{DIRECT}"
+        held = [rc.xrange(stream, e["message_id"], e["message_id"])[0][1][b"id"].decode()
+                for e in rc.xpending_range(stream, "kjudged", "-", "+", 100, consumername=victim)]
         t0 = time.monotonic()
         c.procs[victim].signal(sig)
         got = client.wait_many(DIRECT, ids, timeout_s=lease_s + 10 + 20)
@@ -136,11 +138,23 @@ def test_judging_node_killed_or_frozen_its_jobs_finish_elsewhere(cluster_factory
             # it comes back past its lease, finishes what it held: the results stay the ones read
             first = {j: r.SerializeToString() for j, r in got.items()}
             c.procs[victim].signal(signal.SIGCONT)
-            time.sleep(lease_s + 2)
+            deadline = time.monotonic() + 30
+            while len(late_results(c, victim, held)) < len(held):  # it did try to file what it held
+                assert time.monotonic() < deadline, c.procs[victim].log.read_text()[-3000:]
+                time.sleep(0.2)
+            assert not any(e["stored"] for e in late_results(c, victim, held))
             again = client.wait_many(DIRECT, ids, timeout_s=5)
             assert {j: r.SerializeToString() for j, r in again.items()} == first
     events = load.done_events(c.primary_client(redis), DIRECT)
     assert all(n == 1 for n in events.values()) and len(events) == 24
+
+
+def late_results(c, node, job_ids):
+    """The node's job.done log events for the jobs it held when it was frozen (stored: whether
+    its result was the one filed)."""
+    events = [json.loads(line) for line in c.procs[node].log.read_text().splitlines()
+              if line.startswith("{") and '"job.done"' in line]
+    return [e for e in events if e.get("job_id") in job_ids]
 
 
 def test_gateway_restart_and_rolling_restart_of_nodes_with_work_flowing(cluster_factory):
