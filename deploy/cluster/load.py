@@ -53,9 +53,7 @@ class Submitter(threading.Thread):
     def run(self):
         t0 = time.monotonic()
         while not self.stop_flag.is_set():
-            due = t0 + self.sent / self.rate
-            if due > time.monotonic():
-                time.sleep(due - time.monotonic())
+            time.sleep(max(0.0, t0 + self.sent / self.rate - time.monotonic()))
             job_id = f"{self.prefix}-{self.sent}"
             self.sent += 1
             self.one(job_id)
