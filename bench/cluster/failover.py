@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Primary failovers under steady load on a cluster in a box (deploy/cluster): the long version of
 tests/cluster/test_cluster.py, for bench/results.
 
