@@ -39,22 +39,28 @@ def bin_dir():
     raise SystemExit("cluster: no kjudged build (run scripts/build)")
 
 
-def redis_conf(port, d, primary_port=None):
+def binds(host):
+    """Loopback, and `host` when the cluster answers on another address (a node in a network
+    namespace reaches it there); then protected mode must be off (no password on a test bed)."""
+    return ["bind 127.0.0.1"] if host == "127.0.0.1" else [f"bind 127.0.0.1 {host}", "protected-mode no"]
+
+
+def redis_conf(port, d, primary_port=None, host="127.0.0.1"):
     """A data node: AOF every second, and a primary that loses every replica stops taking writes
     after 10 s (an isolated primary must not take writes that a failover will drop)."""
-    lines = [f"port {port}", "bind 127.0.0.1", f"dir {d}", "appendonly yes", "appendfsync everysec",
+    lines = [f"port {port}", *binds(host), f"dir {d}", "appendonly yes", "appendfsync everysec",
              'save ""', "repl-diskless-sync yes", "repl-diskless-sync-delay 0", "min-replicas-to-write 1",
              "min-replicas-max-lag 10", f"logfile {d}/redis.log", f"pidfile {d}/redis.pid"]
     if primary_port:
-        lines.append(f"replicaof 127.0.0.1 {primary_port}")
+        lines.append(f"replicaof {host} {primary_port}")
     return "\n".join(lines) + "\n"
 
 
-def sentinel_conf(port, d, primary_port, down_after_ms=1000):
+def sentinel_conf(port, d, primary_port, down_after_ms=1000, host="127.0.0.1"):
     """Quorum 2 of 3; a primary silent for down_after_ms is failed over."""
-    return "\n".join([f"port {port}", "bind 127.0.0.1", f"dir {d}", f"logfile {d}/sentinel.log",
+    return "\n".join([f"port {port}", *binds(host), f"dir {d}", f"logfile {d}/sentinel.log",
                       f"pidfile {d}/sentinel.pid",
-                      f"sentinel monitor {MASTER} 127.0.0.1 {primary_port} 2",
+                      f"sentinel monitor {MASTER} {host} {primary_port} 2",
                       f"sentinel down-after-milliseconds {MASTER} {down_after_ms}",
                       f"sentinel failover-timeout {MASTER} 10000",
                       f"sentinel parallel-syncs {MASTER} 2"]) + "\n"
@@ -129,7 +135,10 @@ class Proc:
 class Cluster:
     """The processes of one cluster directory. up() starts them; from_dir() finds a running one."""
 
-    def __init__(self, d, nodes=3, lease_ms=5000, down_after_ms=1000):
+    def __init__(self, d, nodes=3, lease_ms=5000, down_after_ms=1000, host="127.0.0.1", netns=None):
+        """host: the address every part uses (another than loopback when a node runs in a network
+        namespace); netns: node name -> network namespace (ip netns add) it runs in."""
+        self.host, self.netns = host, dict(netns or {})
         self.dir = Path(d)
         self.nodes, self.lease_ms, self.down_after_ms = nodes, lease_ms, down_after_ms
         self.procs = {}
@@ -140,7 +149,7 @@ class Cluster:
 
     @property
     def url(self):
-        return "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports) + f"/{MASTER}"
+        return "redis+sentinel://" + ",".join(f"{self.host}:{p}" for p in self.sentinel_ports) + f"/{MASTER}"
 
     def gateway_url(self, i):
         return f"http://127.0.0.1:{self.gateway_ports[i]}"
@@ -161,7 +170,7 @@ class Cluster:
         for i, port in enumerate(self.redis_ports):
             d = self.dir / f"redis{i}"
             d.mkdir(parents=True, exist_ok=True)
-            (d / "redis.conf").write_text(redis_conf(port, d, None if i == 0 else self.redis_ports[0]))
+            (d / "redis.conf").write_text(redis_conf(port, d, None if i == 0 else self.redis_ports[0], self.host))
             self._add(f"redis{i}", ["redis-server", str(d / "redis.conf")])
         for port in self.redis_ports:
             wait_for(lambda port=port: redis_cli(port, "PING") == "PONG", 20, f"redis on {port}")
@@ -173,7 +182,7 @@ class Cluster:
         for i, port in enumerate(self.sentinel_ports):
             d = self.dir / f"sentinel{i}"
             d.mkdir(parents=True, exist_ok=True)
-            (d / "sentinel.conf").write_text(sentinel_conf(port, d, self.redis_ports[0], self.down_after_ms))
+            (d / "sentinel.conf").write_text(sentinel_conf(port, d, self.redis_ports[0], self.down_after_ms, self.host))
             self._add(f"sentinel{i}", sentinel_argv(d / "sentinel.conf"))
         # each sentinel has found the replicas and the other sentinels
         wait_for(lambda: all(sentinel_ready(p) for p in self.sentinel_ports), 30, "sentinels to see each other")
@@ -184,7 +193,9 @@ class Cluster:
         state.chmod(0o711)
         cfg = self.dir / f"{name}.toml"
         cfg.write_text(node_conf(name, state, self.lease_ms, role_extra))
-        return [str(bin_dir() / "kjudged"), *role_args, "--config", str(cfg), "--redis", self.url]
+        # nsenter changes only the network namespace (ip netns exec also remounts /sys: no cgroups)
+        netns = ["nsenter", f"--net=/run/netns/{self.netns[name]}", "--"] if name in self.netns else []
+        return [*netns, str(bin_dir() / "kjudged"), *role_args, "--config", str(cfg), "--redis", self.url]
 
     def start_nodes(self):
         for name in self.node_names():
@@ -237,6 +248,7 @@ class Cluster:
 
     def save(self):
         state = {"nodes": self.nodes, "lease_ms": self.lease_ms, "down_after_ms": self.down_after_ms,
+                 "host": self.host, "netns": self.netns,
                  "redis_ports": self.redis_ports, "sentinel_ports": self.sentinel_ports,
                  "gateway_ports": self.gateway_ports, "tokens": self.tokens, "url": self.url,
                  "procs": [p.to_json() for p in self.procs.values()]}
@@ -245,7 +257,8 @@ class Cluster:
     @classmethod
     def from_dir(cls, d):
         state = json.loads((Path(d) / "cluster.json").read_text())
-        c = cls(d, state["nodes"], state["lease_ms"], state["down_after_ms"])
+        c = cls(d, state["nodes"], state["lease_ms"], state["down_after_ms"], state.get("host", "127.0.0.1"),
+                state.get("netns"))
         c.redis_ports, c.sentinel_ports = state["redis_ports"], state["sentinel_ports"]
         c.gateway_ports, c.tokens = state["gateway_ports"], state["tokens"]
         for p in state["procs"]:

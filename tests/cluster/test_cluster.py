@@ -114,7 +114,7 @@ def test_judging_node_killed_or_frozen_its_jobs_finish_elsewhere(cluster_factory
     c = cluster_factory(nodes=3, lease_ms=lease_s * 1000)
     client = Client(c.url)
     for victim, sig in (("node0", signal.SIGKILL), ("node1", signal.SIGSTOP)):
-        ids = [f"{victim}-{i}" for i in range(12)]
+        ids = [f"{victim}-{i}" for i in range(8)]
         client.submit_many([load.trivial(j, DIRECT, ("/bin/sleep", "1.5")) for j in ids])
         rc = c.primary_client(redis)
         deadline = time.monotonic() + 30
@@ -126,11 +126,12 @@ def test_judging_node_killed_or_frozen_its_jobs_finish_elsewhere(cluster_factory
                 for e in rc.xpending_range(stream, "kjudged", "-", "+", 100, consumername=victim)]
         t0 = time.monotonic()
         c.procs[victim].signal(sig)
-        got = client.wait_many(DIRECT, ids, timeout_s=lease_s + 10 + 20)
-        took = time.monotonic() - t0
-        missing = [j for j, r in got.items() if r is None]
+        held_done = client.wait_many(DIRECT, held, timeout_s=lease_s + 10 + 20)
+        took = time.monotonic() - t0  # the victim's own jobs, finished by another node
+        got = client.wait_many(DIRECT, ids, timeout_s=60)
+        missing = [j for j, r in {**got, **held_done}.items() if r is None]
         verdicts = {verdict_pb2.Verdict.Name(r.status) for r in got.values() if r is not None}
-        print(f"\n{victim} {signal.Signals(sig).name} holding {len(held)} entries: all {len(ids)} done after {took:.1f} s "
+        print(f"\n{victim} {signal.Signals(sig).name} holding {held}: those done elsewhere after {took:.1f} s, "
               f"verdicts={verdicts}")
         assert not missing and verdicts == {"OK"}
         assert took <= lease_s + 10
@@ -146,7 +147,7 @@ def test_judging_node_killed_or_frozen_its_jobs_finish_elsewhere(cluster_factory
             again = client.wait_many(DIRECT, ids, timeout_s=5)
             assert {j: r.SerializeToString() for j, r in again.items()} == first
     events = load.done_events(c.primary_client(redis), DIRECT)
-    assert all(n == 1 for n in events.values()) and len(events) == 24
+    assert all(n == 1 for n in events.values()) and len(events) == 16
 
 
 def late_results(c, node, job_ids):
