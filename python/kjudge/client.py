@@ -20,7 +20,7 @@ import urllib.parse
 import redis
 from google.protobuf.message import DecodeError
 
-from kjudge import keys
+from kjudge import ha, keys
 from kjudge.turns import turn_tally
 from kjudge.v1 import job_pb2, result_pb2
 
@@ -50,7 +50,12 @@ def _connect(url: str, connect_timeout_s: float) -> redis.Redis:
         if parsed.scheme == "tcp":
             url = "redis://" + url[len("tcp://"):]
         return redis.Redis.from_url(url, socket_connect_timeout=connect_timeout_s)
-    raise QueueError("redis url %r: unsupported scheme (use unix://, tcp:// or redis://)" % url)
+    if url.startswith(ha.SCHEME):
+        try:
+            return ha.connect(url, connect_timeout_s)
+        except ValueError as e:
+            raise QueueError(str(e)) from e
+    raise QueueError("redis url %r: unsupported scheme (use unix://, tcp://, redis:// or redis+sentinel://)" % url)
 
 
 def _check_names(tenant: str, job_id: str) -> None:
@@ -74,11 +79,19 @@ def _parse_result(raw):
 
 
 class Client:
-    """One Redis connection pool. Thread-safe as redis-py is (one pool, many threads)."""
+    """One Redis connection pool. Thread-safe as redis-py is (one pool, many threads).
 
-    def __init__(self, url: str, *, connect_timeout_s: float = 2.0):
+    With a ``redis+sentinel://`` URL the client follows failovers (every call retries for up to
+    failover_wait_s while the new primary is found) and a submission returns only once
+    ``replica_acks`` replicas hold it (default 1; 0 for other URLs)."""
+
+    def __init__(self, url: str, *, connect_timeout_s: float = 2.0, replica_acks: int = None,
+                 failover_wait_s: float = None):
         self.url = url
         self._redis = _connect(url, connect_timeout_s)
+        sentinel = url.startswith(ha.SCHEME)
+        self._acks = (1 if sentinel else 0) if replica_acks is None else int(replica_acks)
+        self._failover_wait = (ha.FAILOVER_WAIT_S if sentinel else 0.0) if failover_wait_s is None else failover_wait_s
 
     @property
     def redis(self) -> redis.Redis:
@@ -87,7 +100,7 @@ class Client:
 
     def _call(self, fn, *args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            return ha.retrying(lambda: fn(*args, **kwargs), self._failover_wait)
         except redis.ResponseError as e:
             if str(e).startswith("QUEUEFULL"):
                 raise QueueFull(str(e)[len("QUEUEFULL "):]) from e
@@ -139,7 +152,20 @@ class Client:
         first one's stream entry id and duplicate=True. Returns (entry_id, duplicate).
         Raises QueueFull when the tenant's quota is reached. A job with a batch_id counts in its
         batch; batch_size (optional) tells the batch how many jobs it will have."""
-        entry_id, duplicate = self._call(self._redis.fcall, *self._submit_args(job, partition, batch_size))
+        args = self._submit_args(job, partition, batch_size)
+
+        def once():
+            # one connection for the write and its WAIT (a pipeline); kj_submit writes even for a
+            # duplicate, so the WAIT covers the first submission too
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.fcall(*args)
+            ha.wait_replicas(pipe, self._acks)
+            replies = pipe.execute()
+            if self._acks > 0:
+                ha.check_acks(replies[1], self._acks)
+            return replies[0]
+
+        entry_id, duplicate = self._call(once)
         return _text(entry_id), bool(duplicate)
 
     def submit_many(self, jobs, partition: int = 0, batch_size: int = 0):
@@ -149,10 +175,21 @@ class Client:
         calls = [self._submit_args(job, partition, batch_size) for job in jobs]
         out = []
         for start in range(0, len(calls), _PIPELINE_CHUNK):
-            pipe = self._redis.pipeline(transaction=False)
-            for args in calls[start:start + _PIPELINE_CHUNK]:
-                pipe.fcall(*args)
-            replies = self._call(pipe.execute, raise_on_error=False)
+            chunk = calls[start:start + _PIPELINE_CHUNK]
+
+            def once(chunk=chunk):
+                pipe = self._redis.pipeline(transaction=False)
+                for args in chunk:
+                    pipe.fcall(*args)
+                ha.wait_replicas(pipe, self._acks)  # one WAIT covers the chunk's writes
+                got = pipe.execute(raise_on_error=False)
+                if self._acks > 0:
+                    if isinstance(got[-1], Exception):
+                        raise got[-1]
+                    ha.check_acks(got.pop(), self._acks)
+                return got
+
+            replies = self._call(once)
             for r in replies:
                 if isinstance(r, redis.ResponseError):
                     if str(r).startswith("QUEUEFULL"):

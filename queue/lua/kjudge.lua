@@ -107,7 +107,13 @@ local function kj_submit(keys, args)
   end
 
   local existing = redis.call('GET', keys[2])
-  if existing then return {existing, 1} end
+  if existing then
+    -- A write, same expiry: a client's WAIT after a duplicate then covers the original submission
+    -- (WAIT waits for the connection's last replicated write; a pure read would make it return at once).
+    local ttl = redis.call('PTTL', keys[2])
+    if ttl > 0 then redis.call('PEXPIRE', keys[2], ttl) end
+    return {existing, 1}
+  end
 
   if quotas_key then
     local quota = redis.call('HGET', quotas_key, tenant) or redis.call('HGET', quotas_key, '*')

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kjqueue/queue.h"
@@ -24,8 +25,10 @@ using Reply = std::unique_ptr<redisReply, ReplyFree>;
 
 // A parsed Endpoint::url.
 struct Address {
-  enum class Kind { kUnix, kTcp };
+  enum class Kind { kUnix, kTcp, kSentinel };
   Kind kind = Kind::kTcp;
+  std::vector<std::pair<std::string, int>> sentinels;  // redis+sentinel:// hosts, in URL order
+  std::string master_name;                             // redis+sentinel://.../<master-name>
   std::string path;  // unix socket path
   std::string host;  // tcp host (IPv6 without brackets)
   int port = 6379;
@@ -35,7 +38,8 @@ struct Address {
 };
 
 // "unix:///path/to.sock", "tcp://host[:port]", "redis://[user[:pass]@]host[:port][/db]",
-// IPv6 hosts in brackets. Throws QueueError naming the URL on anything else.
+// "redis+sentinel://[user[:pass]@]host[:port][,host[:port]...]/<master-name>[/db]" (sentinel port
+// 26379 by default), IPv6 hosts in brackets. Throws QueueError naming the URL on anything else.
 Address parse_url(const std::string& url);
 
 // The URL with any password replaced by "***", for messages.
@@ -71,6 +75,12 @@ class Connection {
 
   const std::string& url() const { return display_url_; }  // password redacted
 
+  // WAIT for replica_acks() replicas to hold every write this connection made; Unavailable when
+  // fewer did within the endpoint's replica_ack_timeout. No-op when replica_acks() is 0.
+  void wait_replicas();
+  int replica_acks() const { return replica_acks_; }
+  std::chrono::milliseconds failover_wait() const { return failover_wait_; }
+
  private:
   struct ContextFree {
     void operator()(redisContext* c) const noexcept {
@@ -80,12 +90,16 @@ class Connection {
 
   redisContext* context();  // (re)connects when there is no usable context
   void connect();
+  void connect_to(const std::string& host, int port);  // a TCP or unix context, AUTH, SELECT
+  void connect_via_sentinels();                       // the primary the sentinels name, ROLE-checked
   void set_timeout(std::chrono::milliseconds timeout);
   [[noreturn]] void fail(const std::string& what);  // drops the context and throws
 
   Endpoint endpoint_;
   std::string display_url_;
   Address address_;
+  int replica_acks_ = 0;
+  std::chrono::milliseconds failover_wait_{0};
   std::unique_ptr<redisContext, ContextFree> ctx_;
 };
 

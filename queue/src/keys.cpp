@@ -30,6 +30,10 @@ std::string Keys::result(int partition, const std::string& tenant, const std::st
   return prefix(partition) + "result:" + tenant + ":" + job_id;
 }
 
+std::string Keys::staged(int partition, const std::string& tenant, const std::string& job_id) {
+  return prefix(partition) + "staged:" + tenant + ":" + job_id;
+}
+
 std::string Keys::done(int partition, const std::string& tenant) {
   return prefix(partition) + "done:" + tenant;
 }

@@ -9,6 +9,7 @@
 
 #include "connection.h"
 #include "lua_library.h"
+#include "staged_result.h"
 
 namespace kjqueue {
 namespace {
@@ -113,6 +114,21 @@ struct Queue::Impl {
   void refresh_tenants(bool force);
   Reply fcall(std::vector<std::string> argv);
   void load_functions();
+
+  // f(), again while it throws Unavailable (a failover in progress) for up to the endpoint's
+  // failover_wait. Only for calls that may safely run twice (idempotent writes, reads).
+  template <class F>
+  auto across_failover(F&& f) -> decltype(f()) {
+    const auto deadline = Clock::now() + conn.failover_wait();
+    for (;;) {
+      try {
+        return f();
+      } catch (const Unavailable&) {
+        if (Clock::now() >= deadline) throw;
+        std::this_thread::sleep_for(milliseconds(200));
+      }
+    }
+  }
 };
 
 void Queue::Impl::load_functions() {
@@ -188,12 +204,16 @@ SubmitResult Queue::submit(const std::string& tenant, const std::string& job_id,
   require_tenant(tenant);
   require_job_id(job_id);
   const int p = impl_->partition;
-  Reply r = impl_->fcall({"FCALL", "kj_submit", "3", Keys::jobs(p, tenant), Keys::job_marker(p, tenant, job_id),
-                          Keys::tenants(p), job_id, payload, tenant});
-  SubmitResult out;
-  out.entry_id = text(element(r.get(), 0));
-  out.duplicate = integer(element(r.get(), 1)) != 0;
-  return out;
+  // Acknowledged only once a replica has it (replica acks); a retry is a duplicate at worst.
+  return impl_->across_failover([&] {
+    Reply r = impl_->fcall({"FCALL", "kj_submit", "3", Keys::jobs(p, tenant), Keys::job_marker(p, tenant, job_id),
+                            Keys::tenants(p), job_id, payload, tenant});
+    SubmitResult out;
+    out.entry_id = text(element(r.get(), 0));
+    out.duplicate = integer(element(r.get(), 1)) != 0;
+    impl_->conn.wait_replicas();
+    return out;
+  });
 }
 
 SubmitResult Queue::submit(const std::string& tenant, const std::string& job_id, const std::string& payload,
@@ -212,19 +232,22 @@ SubmitResult Queue::submit(const std::string& tenant, const std::string& job_id,
   for (const std::string& a : {job_id, payload, tenant, Keys::tenants(p), Keys::quotas(p), options.batch_id,
                                std::to_string(options.batch_size)})
     argv.push_back(a);
-  Reply r = impl_->conn.call(argv, /*allow_error=*/true);
-  if (is_error(r.get()) && starts_with(r.get(), "ERR Function not found")) {
-    impl_->load_functions();
-    r = impl_->conn.call(argv, /*allow_error=*/true);
-  }
-  if (is_error(r.get())) {
-    if (starts_with(r.get(), "QUEUEFULL")) throw QueueFull(text(r.get()).substr(10));
-    throw QueueError("redis " + impl_->conn.url() + ": FCALL kj_submit: " + text(r.get()));
-  }
-  SubmitResult out;
-  out.entry_id = text(element(r.get(), 0));
-  out.duplicate = integer(element(r.get(), 1)) != 0;
-  return out;
+  return impl_->across_failover([&] {
+    Reply r = impl_->conn.call(argv, /*allow_error=*/true);
+    if (is_error(r.get()) && starts_with(r.get(), "ERR Function not found")) {
+      impl_->load_functions();
+      r = impl_->conn.call(argv, /*allow_error=*/true);
+    }
+    if (is_error(r.get())) {
+      if (starts_with(r.get(), "QUEUEFULL")) throw QueueFull(text(r.get()).substr(10));
+      throw QueueError("redis " + impl_->conn.url() + ": FCALL kj_submit: " + text(r.get()));
+    }
+    SubmitResult out;
+    out.entry_id = text(element(r.get(), 0));
+    out.duplicate = integer(element(r.get(), 1)) != 0;
+    impl_->conn.wait_replicas();  // kj_submit writes even for a duplicate, so this WAIT covers the original
+    return out;
+  });
 }
 
 std::vector<std::string> Queue::tenants(bool force) {
@@ -693,24 +716,44 @@ bool Queue::complete(const Delivery& delivery, const std::string& job_id, const 
   const std::string id = valid_job_id(job_id) ? job_id : "#" + delivery.entry_id;
   const int p = delivery.partition;
   const bool batch = valid_job_id(delivery.batch_id);
-  const std::string group = batch ? options.group : "";
+  detail::StagedResult filed{verdict_name, options.dead_reason, batch ? options.group : "", options.turn, result_bytes};
+  const std::string staged_key = Keys::staged(p, delivery.tenant, id);
+  detail::Connection& conn = impl_->conn;
+  if (conn.replica_acks() > 0) {
+    // First staged wins, as the result itself does: a node that judged the job again after a
+    // failover (or after its lease was taken) files what was staged first.
+    Reply prior = conn.call({"SET", staged_key, detail::encode(filed), "NX", "GET", "EX", std::to_string(ttl.count())});
+    if (auto text_prior = opt_text(prior.get())) {
+      if (auto s = detail::decode_staged(*text_prior)) filed = std::move(*s);
+    }
+    conn.wait_replicas();  // Unavailable: nothing visible yet; the caller tries again
+  }
   Reply r = impl_->fcall({"FCALL", "kj_complete", "7", Keys::result(p, delivery.tenant, id),
                           Keys::done(p, delivery.tenant), Keys::jobs(p, delivery.tenant, delivery.lane),
                           Keys::queued(p, delivery.tenant),
                           batch ? Keys::batch(p, delivery.tenant, delivery.batch_id) : "", Keys::dead(p, delivery.tenant),
-                          group.empty() ? "" : Keys::batch_groups(p, delivery.tenant, delivery.batch_id),
-                          delivery.entry_id, id, result_bytes, verdict_name, std::to_string(ttl.count()),
-                          batch ? delivery.batch_id : "", options.dead_reason,
-                          options.dead_reason.empty() ? "" : delivery.payload.value_or(""), group,
-                          std::to_string(options.turn)});
-  return integer(r.get()) == 1;
+                          filed.group.empty() ? "" : Keys::batch_groups(p, delivery.tenant, delivery.batch_id),
+                          delivery.entry_id, id, filed.result, filed.verdict, std::to_string(ttl.count()),
+                          batch ? delivery.batch_id : "", filed.dead_reason,
+                          filed.dead_reason.empty() ? "" : delivery.payload.value_or(""), filed.group,
+                          std::to_string(filed.turn)});
+  const bool stored = integer(r.get()) == 1;
+  if (conn.replica_acks() > 0) {
+    try {
+      conn.call({"DEL", staged_key});  // the result holds it now; a leftover only expires
+    } catch (const QueueError&) {
+    }
+  }
+  return stored;
 }
 
 std::optional<std::string> Queue::get_result(const std::string& tenant, const std::string& job_id) {
   require_tenant(tenant);
   require_job_id(job_id);
-  Reply r = impl_->conn.call({"GET", Keys::result(impl_->partition, tenant, job_id)});
-  return opt_text(r.get());
+  return impl_->across_failover([&] {
+    Reply r = impl_->conn.call({"GET", Keys::result(impl_->partition, tenant, job_id)});
+    return opt_text(r.get());
+  });
 }
 
 // No race: kj_complete stores the result and appends the event atomically. We note the last
@@ -720,8 +763,14 @@ std::optional<std::string> Queue::wait_result(const std::string& tenant, const s
                                               milliseconds timeout) {
   require_tenant(tenant);
   require_job_id(job_id);
-  Impl& im = *impl_;
   const auto deadline = Clock::now() + std::max(timeout, milliseconds{0});
+  // After a failover, look again from the start on the new primary (its stream may end earlier).
+  return impl_->across_failover([&] { return wait_result_until(tenant, job_id, deadline); });
+}
+
+std::optional<std::string> Queue::wait_result_until(const std::string& tenant, const std::string& job_id,
+                                                    std::chrono::steady_clock::time_point deadline) {
+  Impl& im = *impl_;
   const std::string done = Keys::done(im.partition, tenant);
   std::string last = last_entry_id(im.conn, done);
   if (auto r = get_result(tenant, job_id)) return r;

@@ -139,6 +139,21 @@ void apply_sandbox_limits(const toml::table& s, SandboxConfig& sb) {
   apply_gpus(s, sb);
 }
 
+void apply_redis(const toml::table& r, RedisConfig& c) {
+  take(r, "url", c.url);
+  take(r, "username", c.username);
+  take(r, "password", c.password);
+  std::int64_t p = c.partition;
+  take(r, "partition", p);
+  c.partition = static_cast<int>(p);
+  std::int64_t acks = c.replica_acks;
+  take(r, "replica_acks", acks);
+  if (acks < -1 || acks > 16)
+    throw std::runtime_error("redis.replica_acks must be -1 (1 with redis+sentinel://, else 0) to 16, not " +
+                             std::to_string(acks));
+  c.replica_acks = static_cast<int>(acks);
+}
+
 void apply_build(const toml::table& b, BuildConfig& c) {
   take(b, "shared", c.shared);
   take_bounded(b, "build", "artifact_max_bytes", c.artifact_max_bytes, 1024, 512ll << 20, "bytes");
@@ -273,14 +288,7 @@ void apply(const toml::table& root, Config& c) {
       throw std::runtime_error("daemon.role must be \"judge\" or \"build\", not \"" + c.role + "\"");
   }
   if (auto b = root["build"].as_table()) apply_build(*b, c.build);
-  if (auto r = root["redis"].as_table()) {
-    take(*r, "url", c.redis.url);
-    take(*r, "username", c.redis.username);
-    take(*r, "password", c.redis.password);
-    std::int64_t p = c.redis.partition;
-    take(*r, "partition", p);
-    c.redis.partition = static_cast<int>(p);
-  }
+  if (auto r = root["redis"].as_table()) apply_redis(*r, c.redis);
   if (auto s = root["sandbox"].as_table()) {
     if (auto v = (*s)["host_uid"].value<std::int64_t>()) c.sandbox.host_uid = static_cast<std::uint32_t>(*v);
     if (auto v = (*s)["host_gid"].value<std::int64_t>()) c.sandbox.host_gid = static_cast<std::uint32_t>(*v);

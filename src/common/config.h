@@ -17,6 +17,9 @@ struct RedisConfig {
   std::string username;
   std::string password;
   int partition = 0;
+  // Replicas that must hold a submission, and a result before it is visible (WAIT): -1 = 1 with a
+  // redis+sentinel:// URL, else 0 (docs/operator-guide.md, "High availability").
+  int replica_acks = -1;
 };
 
 // What the sandbox does with a system call outside its allow-list (kjsandbox::Seccomp::Mode).

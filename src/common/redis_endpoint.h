@@ -12,6 +12,7 @@ inline kjqueue::Endpoint redis_endpoint(const RedisConfig& redis) {
   e.url = redis.url;
   e.username = redis.username;
   e.password = redis.password;
+  e.replica_acks = redis.replica_acks;
   return e;
 }
 

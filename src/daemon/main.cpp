@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   app.add_option("-c,--config", config_file, "TOML config file (drop-ins: <file>.d/*.toml)")->check(CLI::ExistingFile);
   app.add_flag("--dev", dev, "single-node dev mode: start a private redis-server on a unix socket");
   app.add_option("--runtime-dir", runtime_dir, "dev mode: directory for the socket and state (default $XDG_RUNTIME_DIR/kjudge)");
-  app.add_option("--redis", redis_url, "Redis URL (unix:///path, tcp://host:port); overrides the config");
+  app.add_option("--redis", redis_url, "Redis URL (unix:///path, tcp://host:port, redis+sentinel://s1,s2,s3/kjudge); overrides the config");
   app.add_option("--workers", workers, "concurrent jobs")->check(CLI::Range(1u, 1024u));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error");
   app.add_option("--role", role, "judge (default) or build: a build-only node for KernelBench builds, no GPU "

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   std::optional<int> port;
   app.add_option("-c,--config", config_file, "TOML file: [gateway], [gateway.tenants.<name>], [redis]")
       ->check(CLI::ExistingFile);
-  app.add_option("--redis", redis_url, "Redis URL (unix:///path, tcp://host:port); overrides [redis] url");
+  app.add_option("--redis", redis_url, "Redis URL (unix:///path, tcp://host:port, redis+sentinel://s1,s2,s3/kjudge); overrides [redis] url");
   app.add_option("--address", address, "listen address; overrides [gateway] address");
   app.add_option("--port", port, "listen port (0: any free one); overrides [gateway] port")->check(CLI::Range(0, 65535));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error");

@@ -111,6 +111,21 @@ TEST(Config, FileThenDropInsInNameOrder) {
   EXPECT_EQ(c.limits.run_wall_ms, 500u);
 }
 
+TEST(Config, RedisReplicaAcksDefaultToTheUrlAndAreChecked) {
+  TempDir d;
+  write(d.path / "a.toml", "[redis]\nurl = \"redis+sentinel://s1,s2,s3/kjudge\"\n");
+  EXPECT_EQ(kj::load_config(d.path / "a.toml").redis.replica_acks, -1);  // the URL decides (1 here)
+  write(d.path / "b.toml", "[redis]\nreplica_acks = 2\n");
+  EXPECT_EQ(kj::load_config(d.path / "b.toml").redis.replica_acks, 2);
+  write(d.path / "c.toml", "[redis]\nreplica_acks = -2\n");
+  try {
+    kj::load_config(d.path / "c.toml");
+    FAIL() << "accepted replica_acks = -2";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("replica_acks"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Config, BadValuesNameTheFile) {
   TempDir d;
   write(d.path / "bad.toml", "[daemon]\nworkers = 0\n");

@@ -24,7 +24,7 @@ SLOW_FIRST = ["test_kernelbench_suite.py",
               "test_kernelbench_pch.py", "test_eval_device_turns.py", "test_worker_memory.py", "test_minimal_cu_header.py",
               # mostly waiting
               "test_fault.py", "test_gateway.py", "test_ops.py", "test_client.py", "test_judge_queue.py",
-              "test_dev_cgroups.py",
+              "test_dev_cgroups.py", "test_cluster.py",
               # builds with the shared header
               "test_build_nodes.py", "test_e2e.py", "test_harness_zygote.py", "test_fidelity_e2e.py",
               "test_feedback.py", "test_build_single_flight.py", "test_judge_e2e.py", "test_nvcc_steps.py",

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "connection.h"
+#include "staged_result.h"
 
 using kjqueue::QueueError;
 using kjqueue::detail::Address;
@@ -61,4 +62,43 @@ TEST(QueueUrl, PasswordsNeverReachMessages) {
   } catch (const QueueError& e) {
     EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
   }
+}
+
+TEST(QueueUrl, SentinelUrlsNameTheSentinelsAndTheMaster) {
+  Address a = parse_url("redis+sentinel://alice:s%40cret@10.0.0.1:26380,sent-b,[::1]:7000/kjudge/3");
+  EXPECT_EQ(a.kind, Address::Kind::kSentinel);
+  ASSERT_EQ(a.sentinels.size(), 3u);
+  EXPECT_EQ(a.sentinels[0], std::make_pair(std::string("10.0.0.1"), 26380));
+  EXPECT_EQ(a.sentinels[1], std::make_pair(std::string("sent-b"), 26379));
+  EXPECT_EQ(a.sentinels[2], std::make_pair(std::string("::1"), 7000));
+  EXPECT_EQ(a.master_name, "kjudge");
+  EXPECT_EQ(a.db, 3);
+  EXPECT_EQ(a.username, "alice");
+  EXPECT_EQ(a.password, "s@cret");
+  EXPECT_EQ(parse_url("redis+sentinel://h/m").db, 0);
+  EXPECT_EQ(kjqueue::detail::redact_url("redis+sentinel://alice:secret@h:1,g:2/m"), "redis+sentinel://alice:***@h:1,g:2/m");
+  for (const char* bad : {"redis+sentinel://h:1", "redis+sentinel://h:1/", "redis+sentinel:///m", "redis+sentinel://h:0/m",
+                          "redis+sentinel://h:1,,g/m", "redis+sentinel://h:1/m/notadb"}) {
+    try {
+      parse_url(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const QueueError& e) {
+      EXPECT_NE(std::string(e.what()).find("redis url"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(QueueUrl, StagedResultsRoundTripAndRefuseGarbage) {
+  using kjqueue::detail::StagedResult;
+  const std::string bytes("\0r:1\xff", 5);
+  StagedResult s{"INCORRECT", "dead: 3 deliveries", "g7", 4, bytes};
+  auto back = kjqueue::detail::decode_staged(kjqueue::detail::encode(s));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->verdict, "INCORRECT");
+  EXPECT_EQ(back->dead_reason, "dead: 3 deliveries");
+  EXPECT_EQ(back->group, "g7");
+  EXPECT_EQ(back->turn, 4u);
+  EXPECT_EQ(back->result, bytes);
+  for (const char* bad : {"", "kjstage1:", "kjstage1:2:OK", "kjstage1:99:OK0:0:1:01:x", "other"})
+    EXPECT_FALSE(kjqueue::detail::decode_staged(bad)) << bad;
 }

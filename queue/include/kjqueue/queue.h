@@ -21,7 +21,17 @@ struct QueueError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Address forms: "unix:///run/kjudge/redis.sock", "tcp://127.0.0.1:6379", "redis://host:port".
+// Redis could not be reached, or is not the primary any more (a failover in progress): the same
+// call may succeed once the connection has found the primary again (docs/operator-guide.md, "High
+// availability"). Idempotent calls (submit, results) retry it themselves for Endpoint::failover_wait.
+struct Unavailable : QueueError {
+  using QueueError::QueueError;
+};
+
+// Address forms: "unix:///run/kjudge/redis.sock", "tcp://127.0.0.1:6379", "redis://host:port", and
+// "redis+sentinel://[user[:pass]@]host:port[,host:port...]/<master-name>[/db]": the primary is the
+// one the sentinels name, checked with ROLE after every connect and looked up again after any
+// connection error or READONLY reply.
 struct Endpoint {
   std::string url = "tcp://127.0.0.1:6379";
   std::string username;  // ACL user (later issue); empty = default user
@@ -30,6 +40,13 @@ struct Endpoint {
   // Longest wait for one reply (blocking reads get their BLOCK time on top). After a timeout or
   // any I/O error the connection is dropped and the next call reconnects.
   std::chrono::milliseconds command_timeout{10000};
+  // Replicas that must hold a submission (and a result before it is visible) before it counts
+  // (WAIT): -1 = 1 for redis+sentinel URLs, 0 (no wait) otherwise.
+  int replica_acks = -1;
+  std::chrono::milliseconds replica_ack_timeout{2000};
+  // How long a connect keeps asking the sentinels for a primary, and idempotent calls retry
+  // Unavailable: -1 = 30 s for redis+sentinel URLs, 0 otherwise.
+  std::chrono::milliseconds failover_wait{-1};
 };
 
 // Key names: every key carries the partition hash tag and, where it concerns one tenant, the
@@ -44,6 +61,9 @@ struct Keys {
                                 const std::string& job_id);        // kj:{p0}:job:<tenant>:<id> (idempotency)
   static std::string result(int partition, const std::string& tenant,
                             const std::string& job_id);            // kj:{p0}:result:<tenant>:<id>
+  // A result written but not yet visible: held until a replica has it (Queue::complete with replica acks).
+  static std::string staged(int partition, const std::string& tenant,
+                            const std::string& job_id);            // kj:{p0}:staged:<tenant>:<id>
   static std::string done(int partition, const std::string& tenant);     // kj:{p0}:done:<tenant> (stream)
   static std::string node(int partition, const std::string& node);       // kj:{p0}:node:<node> (heartbeat)
   static std::string queued(int partition, const std::string& tenant);   // kj:{p0}:queued:<tenant> (jobs without a result)
@@ -268,6 +288,9 @@ class Queue {
 
   // FCALL kj_complete: store the result (first one wins, TTL), emit the completion event on the
   // tenant's done stream, then XACK. Returns false when a result already existed (still acks).
+  // With replica acks (Endpoint::replica_acks) the result is first staged (first one wins too) and
+  // made visible only once a replica holds it: a job judged again after a failover files the
+  // staged result, never a second verdict; Unavailable when no replica took it in time.
   // A job_id that is not valid_job_id (a malformed entry) files the result under "#<entry id>".
   // Throws QueueError on a connection error: the entry then stays pending (redelivered later).
   bool complete(const Delivery& delivery, const std::string& job_id, const std::string& result_bytes,
@@ -292,6 +315,8 @@ class Queue {
   std::vector<std::optional<std::string>> command(const std::vector<std::string>& argv);
 
  private:
+  std::optional<std::string> wait_result_until(const std::string& tenant, const std::string& job_id,
+                                               std::chrono::steady_clock::time_point deadline);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
