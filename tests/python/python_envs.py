@@ -11,3 +11,6 @@ CACHE = Path(os.environ.get("KJUDGE_PY_CACHE")
 WHEELHOUSE = Path(os.environ.get("KJUDGE_WHEELHOUSE") or CACHE / "wheels")
 TORCH2_VERSION = "2.11.0"  # the GPU nodes' torch (scripts/setup_python_envs pins the same)
 TORCH2_PYTHON = Path(os.environ.get("KJUDGE_TORCH2_PYTHON") or CACHE / f"torch-{TORCH2_VERSION}" / "bin" / "python")
+
+if __name__ == "__main__":  # scripts/test: the torch 2.x tier's interpreter
+    print(TORCH2_PYTHON)
