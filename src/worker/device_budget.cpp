@@ -88,6 +88,11 @@ std::uint64_t DeviceBudget::held() const {
   return held_;
 }
 
+std::size_t DeviceBudget::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size() + alone_waiting_;
+}
+
 DeviceBudget& device_budget(int gpu) {
   static std::mutex mu;
   static std::map<int, DeviceBudget> budgets;  // node-lived; std::map keeps references stable

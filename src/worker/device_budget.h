@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -52,6 +53,9 @@ class DeviceBudget {
   // Blocks until no other hold is out, and keeps new ones out until released; seconds waited out.
   Hold acquire_alone(double* waited = nullptr);
   std::uint64_t held() const;
+  // Callers of acquire() and acquire_alone() not admitted yet: each one counted has found it may
+  // not go in and waits (tests order their threads on it instead of sleeping).
+  std::size_t waiting() const;
 
  private:
   struct Waiter {

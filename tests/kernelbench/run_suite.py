@@ -23,7 +23,7 @@ def jobs_from_manifest(manifest, backend, only=None):
                 continue
             out.append({"task": task, "file": cand["file"], "expect": cand["expect"],
                         "cheat_class": cand.get("cheat_class", ""), "kind": "candidate",
-                        "also_accept": cand.get("also_accept", [])})
+                        "also_accept": cand.get("also_accept", []), "evidence": cand.get("evidence", [])})
     for comp in manifest.get("completions", []):
         if comp["backend"] == backend and (not only or comp["task"] in only):
             task = next(t for t in manifest["tasks"] if t["id"] == comp["task"])
@@ -156,7 +156,9 @@ def main():
         got_s = f"{got}({cls})" if cls else got
         want_s = f"{job['expect']}({job['cheat_class']})" if job["cheat_class"] else job["expect"]
         ok = got == job["expect"] and (not job["cheat_class"] or cls == job["cheat_class"])
-        ok = ok or got in job.get("also_accept", [])  # another rejection the manifest explains
+        # the flags the cheat must raise: the check its class names fired, not another one
+        missing = [f for f in job.get("evidence", []) if f not in result.get("legality", {}).get("flags", [])]
+        ok = (ok and not missing) or got in job.get("also_accept", [])  # another rejection the manifest explains
         if compat:  # compat mode judges the same; its row is for the numbers
             ok = got == job["expect"]
         bad += 0 if ok else 1
@@ -164,7 +166,8 @@ def main():
         speed = f"{perf.get('speedup', 0):.2f}x" if perf.get("speedup") else "-"
         lines.append(f"{job['task']['id']:<24} {os.path.basename(job['file'])[:36]:<36} "
                      f"{'compat' if compat else 'strict':<7} {want_s:<22} {got_s:<22} {speed:>8} {wall:>7.1f}"
-                     + ("" if ok else "   <-- MISMATCH: " + result.get("message", "")[:160]))
+                     + ("" if ok else "   <-- MISMATCH: " + (f"no {missing} flag: " if missing else "")
+                        + result.get("message", "")[:160]))
         raw.append({"task": job["task"]["id"], "file": job["file"], "compat": compat, "expect": job["expect"],
                     "result": result, "wall_s": wall})
     counts = {}

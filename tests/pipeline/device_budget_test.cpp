@@ -9,6 +9,19 @@
 namespace {
 using namespace std::chrono_literals;
 
+// Threads are ordered on what the budget says, not on sleeps: a thread counted by waiting() has
+// found it may not go in. `cond` is polled until it holds; the bound only stops a broken build
+// (a passing run never reaches it, however loaded the host).
+template <class F>
+bool eventually(F cond) {
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 TEST(DeviceBudget, ACandidateWaitsUntilItFitsBesideTheOthers) {
   kj::DeviceBudget b;
   auto first = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
@@ -17,7 +30,7 @@ TEST(DeviceBudget, ACandidateWaitsUntilItFitsBesideTheOthers) {
     auto h = b.acquire(50, 100);  // 60 + 50 > 100: waits for the first
     admitted = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || admitted; }));
   EXPECT_FALSE(admitted);
   EXPECT_EQ(b.held(), 60u);
   first.reset();
@@ -48,19 +61,19 @@ TEST(DeviceBudget, ARetryHasTheDeviceAlone) {
     alone = std::make_unique<kj::DeviceBudget::Hold>(b.acquire_alone());
     alone_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || alone_in; }));
   EXPECT_FALSE(alone_in);  // a small hold is still out
   std::thread later([&] {
     auto h = b.acquire(1, 100);  // would fit, but the retry came first
     later_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || later_in; }));
   EXPECT_FALSE(later_in);
   running.reset();
   retry.join();
   EXPECT_TRUE(alone_in);
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(later_in);  // not while the retry runs
+  EXPECT_EQ(b.waiting(), 1u);  // not while the retry runs
+  EXPECT_FALSE(later_in);
   alone.reset();
   later.join();
   EXPECT_TRUE(later_in);
@@ -78,12 +91,12 @@ TEST(DeviceBudget, ALargeJobIsNotPassedBySmallerOnesArrivingAfterIt) {
     large = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(80, 100));  // waits for room
     large_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || large_in; }));
   std::thread small_job([&] {
     auto h = b.acquire(10, 100);  // would fit beside the 60, but the large job came first
     small_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || small_in; }));
   EXPECT_FALSE(large_in);
   EXPECT_FALSE(small_in);
   running.reset();
@@ -98,7 +111,8 @@ TEST(DeviceBudget, ALargeJobIsNotPassedBySmallerOnesArrivingAfterIt) {
 // Backfill (kernelbench.admission_backfill_seconds): a later candidate passes a head that does not
 // fit yet, only within the head's reservation, so the head still gets in once the hold that was
 // out before it ends. On one H200 (rlstep-20261202-h200-torch-cache) 1.9 GiB matmul candidates
-// waited 7 s each on average in a line with 31-33 GiB ones.
+// waited 7 s each on average in a line with 31-33 GiB ones. (A 60 s window: the test's steps
+// take milliseconds, so the head never outlives it.)
 TEST(DeviceBudget, ALaterCandidatePassesAWaitingHeadOnlyWithinItsReservation) {
   kj::DeviceBudget b;
   auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100, nullptr, 60));
@@ -108,20 +122,19 @@ TEST(DeviceBudget, ALaterCandidatePassesAWaitingHeadOnlyWithinItsReservation) {
     head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(80, 100, nullptr, 60));
     head_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || head_in; }));
   std::unique_ptr<kj::DeviceBudget::Hold> passer;
   std::atomic<bool> passer_in{false};
   std::thread passer_job([&] {  // 60 + 10 fit, and 10 + 80 leave the head its room
     passer = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(10, 100, nullptr, 60));
     passer_in = true;
   });
-  std::this_thread::sleep_for(100ms);
-  EXPECT_TRUE(passer_in) << "not admitted past the head";
+  EXPECT_TRUE(eventually([&] { return passer_in.load(); })) << "not admitted past the head";
   std::thread second_job([&] {
     second = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(15, 100, nullptr, 60));  // 10 + 15 + 80 > 100
     second_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || second_in; }));
   EXPECT_FALSE(head_in);
   EXPECT_FALSE(second_in);  // it would fit beside 70, but not beside the head's reservation
   running.reset();          // the hold out before the head ends: 10 + 80 fit
@@ -130,8 +143,8 @@ TEST(DeviceBudget, ALaterCandidatePassesAWaitingHeadOnlyWithinItsReservation) {
   head_job.join();
   EXPECT_TRUE(head_in);
   EXPECT_FALSE(head->passed_head());
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(second_in);  // 90 + 15 > 100: now in arrival order behind the head
+  EXPECT_EQ(b.waiting(), 1u);  // 90 + 15 > 100: now in arrival order behind the head
+  EXPECT_FALSE(second_in);
   head.reset();
   second_job.join();
   EXPECT_TRUE(second_in);
@@ -148,13 +161,14 @@ TEST(DeviceBudget, AHeadThatWaitedLongerThanTheWindowIsPassedByNone) {
     head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(80, 100, nullptr, 0.2));
     head_in = true;
   });
-  std::this_thread::sleep_for(400ms);  // past the head's window
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || head_in; }));
+  std::this_thread::sleep_for(250ms);  // the head has waited at least this: past its 0.2 s window
   std::thread small_job([&] {
     auto h = b.acquire(10, 100, nullptr, 0.2);
     EXPECT_FALSE(h.passed_head());
     small_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || small_in; }));
   EXPECT_FALSE(small_in);
   running.reset();
   head_job.join();
@@ -172,18 +186,18 @@ TEST(DeviceBudget, AHeadThatMustRunAloneIsPassedByNone) {
     head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(500, 100, nullptr, 60));  // over the whole budget
     head_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || head_in; }));
   std::thread small_job([&] {
     auto h = b.acquire(10, 100, nullptr, 60);  // would fit beside the 10, but the head needs an empty device
     small_in = true;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || small_in; }));
   EXPECT_FALSE(small_in);
   running.reset();
   head_job.join();
   EXPECT_TRUE(head_in);
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(small_in);  // not beside the one running alone
+  EXPECT_EQ(b.waiting(), 1u);  // not beside the one running alone
+  EXPECT_FALSE(small_in);
   head.reset();
   small_job.join();
   EXPECT_TRUE(small_in);
@@ -193,19 +207,23 @@ TEST(DeviceBudget, TheEarliestCandidateThatMayPassGoesFirst) {
   kj::DeviceBudget b;
   auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100, nullptr, 60));
   std::unique_ptr<kj::DeviceBudget::Hold> head;
-  std::thread head_job([&] { head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(70, 100, nullptr, 60)); });
-  std::this_thread::sleep_for(100ms);
+  std::atomic<bool> head_in{false};
+  std::thread head_job([&] {
+    head = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(70, 100, nullptr, 60));
+    head_in = true;
+  });
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || head_in; }));
   std::atomic<int> order{0}, first_at{0}, big_at{0}, small_at{0};
   std::unique_ptr<kj::DeviceBudget::Hold> first;
   std::thread first_job([&] {  // 20 + 70 within the reservation
     first = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(20, 100, nullptr, 60));
     first_at = ++order;
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return first_at.load() != 0; }));
   std::thread big([&] { auto h = b.acquire(15, 100, nullptr, 60); big_at = ++order; });  // 20 + 15 + 70 > 100
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || big_at.load() != 0; }));
   std::thread small([&] { auto h = b.acquire(5, 100, nullptr, 60); small_at = ++order; });  // 20 + 5 + 70 fit
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([&] { return small_at.load() != 0; }));
   EXPECT_EQ(first_at.load(), 1);
   EXPECT_EQ(small_at.load(), 2);  // a later one that may pass goes, while the earlier one may not
   EXPECT_EQ(big_at.load(), 0);

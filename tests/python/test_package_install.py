@@ -1,42 +1,36 @@
 """`pip install ./python` into a fresh virtualenv: only the kjudge client is installed (with its
-declared dependencies from the package index), kjudge-bench is on PATH, and the installed package
-judges a candidate through a real kjudged. Skipped only when pip cannot reach a package index."""
+declared dependencies, resolved by pip from a package index), kjudge-bench is on PATH, and the
+installed package judges a candidate through a real kjudged. The index is the wheelhouse that
+scripts/setup downloads (scripts/setup_python_envs): the test itself reaches no network, and
+without the wheelhouse it fails rather than skip."""
 
 import os
 import shutil
 import subprocess
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from python_envs import WHEELHOUSE
 from test_e2e import daemon  # noqa: F401  (the real kjudged fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 RELU = ROOT / "tests" / "kernelbench" / "tasks" / "activation_relu"
 
 
-def index_reachable():
-    index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
-    try:
-        urllib.request.urlopen(index + "/redis/", timeout=15).close()
-        return True
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
-    if not index_reachable():
-        pytest.skip("pip cannot reach a package index (PIP_INDEX_URL or pypi.org): the install needs redis and protobuf")
+    assert any(WHEELHOUSE.glob("redis-*.whl")), f"no wheelhouse at {WHEELHOUSE}: run scripts/setup"
     base = tmp_path_factory.mktemp("venv")
     # install from a copy: pip's in-tree build would leave build/ and *.egg-info in the checkout
     src = base / "python"
     shutil.copytree(ROOT / "python", src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     env_dir = base / "env"
     subprocess.run(["/usr/bin/python3", "-m", "venv", str(env_dir)], check=True)
-    pip = subprocess.run([str(env_dir / "bin" / "pip"), "install", "--disable-pip-version-check", "-q", str(src)],
-                         capture_output=True, text=True, timeout=600)
+    # only the wheelhouse: pip resolves the declared dependencies (and the build's setuptools) there
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    pip = subprocess.run([str(env_dir / "bin" / "pip"), "install", "--disable-pip-version-check", "-q", "--no-index",
+                          "--find-links", str(WHEELHOUSE), str(src)], capture_output=True, text=True, timeout=600, env=env)
     assert pip.returncode == 0, pip.stdout + pip.stderr
     return env_dir
 

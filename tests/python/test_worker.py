@@ -454,17 +454,22 @@ def test_the_timing_pool_of_large_sets_is_bounded_by_device_memory():
     assert wide.candidate_bytes() == 5 * gb + (1 << 20) + 2 * (1 << 20) + (1 << 30)
 
 
-def most_at_once(use, n):
-    """The most of n threads running use() at once."""
+def most_at_once(use, n, together=None):
+    """The most of n threads running use() at once. Where use() should let `together` in at once,
+    each stays inside until that many are (60 s at most: only a broken build waits that long), so
+    the slowest thread to start is waited for (a fixed 0.3 s stay flaked under load); otherwise
+    each stays 0.3 s, a window for a second one to get in where it should not."""
     import threading
-    inside, most, guard = [0], [0], threading.Lock()
+    inside, most, guard, enough = [0], [0], threading.Lock(), threading.Event()
 
     def run():
         with use():
             with guard:
                 inside[0] += 1
                 most[0] = max(most[0], inside[0])
-            time.sleep(0.3)
+                if inside[0] == together:
+                    enough.set()
+            enough.wait(60 if together else 0.3)
             with guard:
                 inside[0] -= 1
 
@@ -480,7 +485,7 @@ def test_large_sets_are_used_by_one_job_at_a_time_small_ones_together():
     gb = 1 << 30
     job = sized_job(80 * gb, [(6 * gb, 6 * gb), (1 << 20, 1 << 20)])
     assert most_at_once(lambda: job.section(0), 3) == 1
-    assert most_at_once(lambda: job.section(1), 3) == 3
+    assert most_at_once(lambda: job.section(1), 3, together=3) == 3
 
 
 def test_large_sets_beyond_the_first_borrow_the_preparations_idle_bytes_where_the_device_has_room(monkeypatch):
@@ -497,7 +502,7 @@ def test_large_sets_beyond_the_first_borrow_the_preparations_idle_bytes_where_th
     budget = PrepareBudget(30 * gib)
     heavy = job.Heavy(HeavySections(lender=budget), 140 * gib, torch.device("cuda"))
     # 6 GiB sets ask 2 x 6 + 1 = 13 GiB: one on the reserve, two on the 30 GiB lent, not a third
-    assert most_at_once(lambda: heavy.section(6 * gib), 4) == 3
+    assert most_at_once(lambda: heavy.section(6 * gib), 4, together=3) == 3
     assert budget.used == 0
     free["bytes"] = 20 * gib  # the device itself lacks room for a second beside the first (13 + 13)
     assert most_at_once(lambda: heavy.section(6 * gib), 3) == 1
@@ -581,7 +586,10 @@ def test_a_waiting_preparation_is_never_passed_by_a_large_set_borrowing_its_byte
         budget.repay(30)
         waiter = threading.Thread(target=prepare_later)
         waiter.start()
-        time.sleep(0.2)  # queued: 60 + 50 do not fit
+        deadline = time.monotonic() + 30  # queued (60 + 50 do not fit): its ticket is taken, not admitted
+        while budget.arrived < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert budget.arrived == 2 and budget.admitted == 1
         assert not budget.lend(30)  # 60 + 30 would, but the preparation came first
     assert entered.wait(5) and budget.used == 50
     done.set()
@@ -589,28 +597,51 @@ def test_a_waiting_preparation_is_never_passed_by_a_large_set_borrowing_its_byte
     assert budget.used == 0
 
 
-def test_a_jobs_wait_behind_another_jobs_heavy_set_is_counted():
+def test_a_jobs_wait_behind_another_jobs_heavy_set_is_counted(monkeypatch):
+    """On a clock the test drives: second asks while first holds the set, the clock moves 0.3 s,
+    first leaves; exactly those 0.3 s are second's wait, none first's, and a small set takes no
+    turn (sleeps and wall-clock margins here failed on a loaded host)."""
     import threading
+    import types
+    from kjudge_worker import job
     from kjudge_worker.job import Heavy
+    now, asked = [100.0], threading.Event()
+
+    def monotonic():
+        if threading.current_thread().name == "second":
+            asked.set()
+        return now[0]
+    monkeypatch.setattr(job, "time", types.SimpleNamespace(monotonic=monotonic))
     gb, shared = 1 << 30, HeavySections()
     first, second = (Heavy(shared, 80 * gb, torch.device("cpu")) for _ in range(2))
-    entered = threading.Event()
+    entered, release, second_in = threading.Event(), threading.Event(), threading.Event()
 
     def hold():
         with first.section(6 * gb):
             entered.set()
-            time.sleep(0.3)
+            assert release.wait(30)
+
+    def second_job():
+        with second.section(6 * gb):
+            second_in.set()
 
     t = threading.Thread(target=hold)
     t.start()
-    entered.wait(5)
-    with second.section(6 * gb):
-        pass
-    t.join()
-    assert second.waited >= 0.2 and first.waited < 0.1
+    assert entered.wait(30)
+    t2 = threading.Thread(target=second_job, name="second")
+    t2.start()
+    assert asked.wait(30)
+    now[0] += 0.3
+    assert not second_in.is_set()  # one large set at a time: it waits for first's
+    release.set()
+    t.join(30)
+    t2.join(30)
+    assert second_in.is_set()
+    assert second.waited == pytest.approx(0.3) and first.waited == 0
+    now[0] += 1.0
     with second.section(1 << 20):  # a small set takes no turn
         pass
-    assert second.waited < 0.5
+    assert second.waited == pytest.approx(0.3)
 
 
 def test_the_cache_never_keeps_an_entry_over_a_quarter_of_its_budget():
@@ -832,11 +863,14 @@ def test_the_compiled_baseline_compiles_outside_the_exclusive_lock(monkeypatch):
     assert len(report["baseline"]["trial_ms"]) == 5 and len(report["compiled_baseline"]["trial_ms"]) == 5
 
 
-SLOW_UNSIZED_REFERENCE = """import time
+SLOW_UNSIZED_REFERENCE = """import os, time
 import torch
 class Model(torch.nn.Module):
     def forward(self, x):
-        time.sleep(1.0)  # the reference's own time
+        open({started!r}, "w").close()
+        deadline = time.monotonic() + 120
+        while not os.path.exists({go!r}) and time.monotonic() < deadline:  # the test says when it ends
+            time.sleep(0.005)
         return x * 2
 def get_inputs():
     n = int(torch.tensor([64]).tolist()[0])  # needs real values: its size is unknown, it prepares alone
@@ -846,26 +880,39 @@ def get_init_inputs():
 """
 
 
+def until(cond, what, bound_s=120):
+    """Polls cond; the bound only stops a broken build, a passing run never nears it."""
+    deadline = time.monotonic() + bound_s
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
 def test_a_prepares_wait_for_other_jobs_is_counted_and_its_own_time_is_not(worker, tmp_path):
     """`prepare_waited` (asked at the reference's deadline, which grows by the answer): a job queued
-    behind another job's prepare has waited; the job running its own slow reference has not."""
+    behind another job's prepare has waited; the job running its own slow reference has not. The
+    reference runs until the test says (a file): the steps are ordered on what the worker reports,
+    and the 0.5 s held is a lower bound a sleep guarantees (sleeps for ordering flaked under load)."""
     import threading
+    started, go = tmp_path / "started", tmp_path / "go"
     slow = tmp_path / "slow.py"
-    slow.write_text(SLOW_UNSIZED_REFERENCE)
+    slow.write_text(SLOW_UNSIZED_REFERENCE.format(started=str(started), go=str(go)))
     replies = {}
     first = threading.Thread(target=lambda: replies.update(a=prepare(worker, job_id="ja", ref=slow)))
     first.start()
-    time.sleep(0.5)  # ja holds the whole prepare budget (its size is unknown) and runs its reference
+    until(started.exists, "ja's reference never ran")  # ja holds the whole prepare budget (its size is unknown)
     second = threading.Thread(target=lambda: replies.update(b=prepare(worker, job_id="jb")))
     second.start()
-    time.sleep(1.0)
+    until(lambda: ask(worker, {"op": "prepare_waited", "job_id": "jb"})["waited_seconds"] > 0, "jb never queued")
+    time.sleep(0.5)
     behind = ask(worker, {"op": "prepare_waited", "job_id": "jb"})["waited_seconds"]
     running = ask(worker, {"op": "prepare_waited", "job_id": "ja"})["waited_seconds"]
+    go.touch()
     first.join(60)
     second.join(60)
     assert replies["a"]["ok"] and replies["b"]["ok"], replies
     assert behind > 0.5, behind    # queued behind ja, still waiting when asked
-    assert running < 0.3, running  # ja's own reference is its own time
+    assert running < 0.5, running  # ja's own reference (at least 0.5 s by then) is its own time
     assert ask(worker, {"op": "prepare_waited", "job_id": "jb"})["waited_seconds"] == 0.0  # done: not held
 
 

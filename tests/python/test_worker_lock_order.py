@@ -36,6 +36,13 @@ def someone_holds(path):
         os.close(fd)
 
 
+def blocked_on(path):
+    """flock requests waiting for `path` (the kernel's list, /proc/locks: "N: -> FLOCK ... MAJ:MIN:INODE")."""
+    ino = os.stat(path).st_ino
+    with open("/proc/locks") as f:
+        return sum(1 for line in f if "->" in line.split()[1:2] and line.split()[6].endswith(f":{ino}"))
+
+
 def in_turnstile(path):
     """Someone holds the turnstile (a timed loop waiting for the lock)."""
     return someone_holds(path + ".turnstile")
@@ -64,7 +71,9 @@ def test_making_a_set_never_holds_the_problems_lock_while_it_waits_for_the_gpu_l
     maker = threading.Thread(daemon=True, target=lambda: made.append(
         problem.make_set(7, None, lambda: GpuLock(lock_path, shared=True))))
     maker.start()
-    time.sleep(0.5)  # the maker is now queued behind the timed loop
+    # the maker is queued behind the timed loop: its shared hold waits at the turnstile (the kernel
+    # says so; a 0.5 s sleep here could end before it got there, and the test then proved nothing)
+    wait_until(lambda: blocked_on(lock_path + ".turnstile") == 1 or made)
     assert not made
 
     # the shared holder now needs the problem's lock (the roofline's count, an audit's replay)
@@ -113,11 +122,13 @@ def test_a_lock_taken_against_the_order_fails_before_it_waits(tmp_path):
 
 
 SLOW_REFERENCE = '''
-import time
+import os, time
 import torch
 class Model(torch.nn.Module):
     def forward(self, x):
-        time.sleep(0.4)  # a reference that takes a while on the device
+        deadline = time.monotonic() + 60
+        while os.path.exists({gate!r}) and time.monotonic() < deadline:  # a reference the test holds up
+            time.sleep(0.005)
         return x * 2
 def get_inputs():
     return [torch.rand(4, 64)]
@@ -137,7 +148,8 @@ def test_a_request_takes_the_gpu_lock_once_so_a_timed_loop_queued_meanwhile_wait
     from kjudge_worker.problems import Cache
 
     ref = tmp_path / "ref.py"
-    ref.write_text(SLOW_REFERENCE)
+    gate = tmp_path / "gate"
+    ref.write_text(SLOW_REFERENCE.format(gate=str(gate)))
     lock_path, cpu = str(tmp_path / "gpu.lock"), torch.device("cpu")
     problem = Problem("s" * 16, str(ref), None, "fp32", "strict", 1, cpu)
     job = Job({"job_id": "j", "sets": [{"name": "declared", "seed": 11}], "timing": {"skip": True},
@@ -146,26 +158,30 @@ def test_a_request_takes_the_gpu_lock_once_so_a_timed_loop_queued_meanwhile_wait
     job.prepare()  # the cache keeps nothing: the request makes its set again
     job.listen(str(tmp_path / "sock"))
     chan = Channel(str(tmp_path / "sock"), cpu)
-    replied, loop_started = [], []
+    replied, loop_started, loop_may_end = [], [], threading.Event()
 
-    def timed_loop():
+    def timed_loop():  # holds the lock until the test has its reply, or gives up
         with GpuLock(lock_path):
             loop_started.append(time.monotonic())
-            time.sleep(1.0)
+            loop_may_end.wait(30)
 
+    gate.touch()  # the request's reference runs until the timed loop has queued
     asking = threading.Thread(target=lambda: replied.append((chan.inputs(0), time.monotonic())), daemon=True)
     asking.start()
     wait_until(lambda: someone_holds(lock_path))  # the request is making its set
     loop = threading.Thread(target=timed_loop, daemon=True)
     loop.start()
-    asking.join(10)
+    wait_until(lambda: in_turnstile(lock_path))  # the timed loop waits for the request's hold
+    gate.unlink()
+    # Were the lock taken per step, the loop would go in between and hold it until loop_may_end,
+    # which is set only after the reply: the request would never reply.
+    asking.join(20)
+    loop_may_end.set()
     loop.join(10)
     chan.close()
-    assert replied and loop_started
-    (values, replied_at), = replied
+    assert replied, "the timed loop went in between the request's steps"
+    assert loop_started
+    (values, _), = replied
     assert torch.equal(values[0] * 2, problem.model(values[0]))
-    # the reply is sent before the hold ends, and read here a moment later (a loaded machine may
-    # run the loop's thread first); a loop in between the steps delays it by the loop's whole second
-    assert replied_at < loop_started[0] + 0.5, "the timed loop went in between the request's steps"
     steps = job.wait_results(10)["worker_step_seconds"]
     assert {"make_set", "fingerprint", "export"} <= set(steps), steps

@@ -13,19 +13,26 @@ _CPP_SRC = r"""
 
 #define KB_CHECK_F32(t) TORCH_CHECK((t).device().is_cpu() && (t).scalar_type() == torch::kFloat32, #t " must be a float32 CPU tensor")
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
-// Returns the output at once; a detached native thread fills it in a little later.
+// Calls started so far. A call's filler thread waits for the next call to start, so it is running,
+// whatever the scheduler does, when forward returns and the harness looks; a real cheat would
+// sleep a little instead and race the harness (the class is the same: deferred work).
+static std::atomic<long> calls{0};
+
+// Returns the output at once; a detached native thread fills it in later.
 torch::Tensor leaky_relu_async_fwd(torch::Tensor x, double negative_slope) {
   KB_CHECK_F32(x);
-  x = x.contiguous();
-  auto out = torch::empty_like(x);
-  std::thread([x, out, negative_slope]() mutable {
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-    const float* px = x.data_ptr<float>();
+  auto src = x.contiguous().clone();  // the thread's own copy: the caller's input may be gone by then
+  auto out = torch::empty_like(src);
+  const long mine = ++calls;
+  std::thread([src, out, negative_slope, mine]() mutable {
+    while (calls.load() == mine) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const float* px = src.data_ptr<float>();
     float* po = out.data_ptr<float>();
-    const int64_t n = x.numel();
+    const int64_t n = src.numel();
     for (int64_t i = 0; i < n; ++i) {
       const double v = px[i];
       po[i] = (float)(v > 0.0 ? v : v * negative_slope);
