@@ -24,10 +24,15 @@ try failed were COMPILE_ERROR with the light header's message).
 A shortcut must never compile a program the full headers refuse, nor give one another meaning.
 A light header declares a subset of torch's names, so only a name the full headers add can change
 the result, through a lookup that is not qualified: code inside torch's namespaces or with them
-brought into its scope (`using namespace torch`, SCOPE_HAZARD: no shortcut for that file), a
-global name of Python.h's (LIGHT_EXTENSION_H includes it), or, for the minimal header, which
+brought into its scope (`using namespace torch`, SCOPE_HAZARD: no shortcut for that file); a
+global name, or one of std's under `using namespace std`, that only the full closure's system
+headers declare (the light headers include Python.h and FULL_ONLY_STD, the minimal one the
+standard headers ATen brings); a macro or a name of torch's Python API only the full headers
+define (FULL_ONLY_NAMES: no shortcut for a file naming one); or, for the minimal header, which
 lacks ATen's functions, a function of the candidate's own with an ATen operator's name and a
 tensor parameter, which the full headers' ADL would find twice (ambiguous: no minimal try).
+tests/python/test_build_corpus.py compares the closures' headers and macros on the installed
+torch, and builds model-style programs of every class both ways.
 
 A .cu whose torch names are all in MINIMAL_NAMES (the tensor, its dtypes and options, the
 allocating factories) is tried first with less than <torch/types.h>: that header's own text with
@@ -94,7 +99,10 @@ FULL_ONLY_NAMES = re.compile(
     r"\b(?:THP\w*|AT_(?:BLAS_\w+|BUILD_WITH_\w+|\w+_ENABLED|MKL_SEQUENTIAL|PARALLEL_\w+|USE_EIGEN_SPARSE)"
     r"|C10_\w*_TLS_\w+|CAFFE2_\w+|CATCH_\w+|(?:END_)?HANDLE_TH_\w+|FORALL_\w+|FORWARD_HAS_DEFAULT_ARGS"
     r"|IS_PYBIND\w*|PYTHONCAPI_COMPAT|Py(?:HASH|Time)_\w+|Py_\w+|ROLLBEAR_\w+|SOFT_ASSERT|STRONG_HAS_\w+"
-    r"|TORCH_(?:ABI_VERSION|ARG|ENUM_\w+|MODULE\w*|OPTIONS_CTOR_\w+|UNUSED_EXCEPT_CUDA|VERSION\w*))\b")
+    r"|TORCH_(?:ABI_VERSION|ARG|ENUM_\w+|MODULE\w*|OPTIONS_CTOR_\w+|UNUSED_EXCEPT_CUDA|VERSION\w*)"
+    # and the operator registry's and the profiler's, which torch/types.h has and the minimal one not
+    r"|RECORD_\w+|(?:MAKE_)?TORCH_LIBRARY\w*|TORCH_(?:FN\w*|IMPL_FUNC|META_FUNC\w*|PRECOMPUTE_\w+|SELECTIVE_\w+"
+    r"|PYTHON_API)|BUILD_FEATURE_\w+|EXPECTED_MAX_LEVEL|HAS_IMPL_ABSTRACT_PYSTUB|HAS_PT2_COMPLIANT_TAG)\b")
 # Tensor::index and index_put_ take at::indexing::TensorIndex, which the minimal header only
 # forward-declares: such a .cu goes to the light try at once
 _NEEDS_INDEXING = re.compile(r"\.\s*index(?:_put_)?\s*\(|\bindexing\s*::")

@@ -15,6 +15,7 @@ reads the text where its flags differ)."""
 import argparse
 import json
 import os
+import re
 import resource
 import sys
 import tempfile
@@ -80,7 +81,7 @@ def compiled(build):
 def tail(exc):
     """The compiler's first error lines (torch's message holds the whole ninja output)."""
     text = str(exc) or traceback.format_exc()
-    lines = [ln for ln in text.splitlines() if "error" in ln.lower()]
+    lines = [ln for ln in text.splitlines() if re.search(r"\berror\b", ln) and not ln.startswith("Error building")]
     return "\n".join((lines or text.splitlines())[:4])[-1200:]
 
 
@@ -129,6 +130,7 @@ def main():
     ap.add_argument("--no-pch", action="store_true", help="no precompiled headers (main.cpp then has no light try)")
     ap.add_argument("--compile-unshortcut", action="store_true",
                     help="compile programs the scan gives no shortcut too (their only build is plain's)")
+    ap.add_argument("--pch-dir", help="the pch dir an earlier run made (kept), instead of making one")
     ap.add_argument("--scan-only", action="store_true", help="the scan's decisions, no compile")
     args = ap.parse_args()
     import torch
@@ -140,8 +142,8 @@ def main():
                 print(json.dumps({"program": name, "scan": scan(load_program(name)[0], fake_pch)}))
         return
     with tempfile.TemporaryDirectory(prefix="kj-build-corpus-", dir=args.work) as work:
-        pch_dir = None
-        if not args.no_pch:
+        pch_dir = args.pch_dir
+        if not args.no_pch and not pch_dir:
             cpu = cpu_seconds()
             report = pch_role.run({"pch_out": work, "with_cuda": True, "variants": ["O0"],
                                    "arch_list": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")}, {})
