@@ -24,10 +24,15 @@ try failed were COMPILE_ERROR with the light header's message).
 A shortcut must never compile a program the full headers refuse, nor give one another meaning.
 A light header declares a subset of torch's names, so only a name the full headers add can change
 the result, through a lookup that is not qualified: code inside torch's namespaces or with them
-brought into its scope (`using namespace torch`, SCOPE_HAZARD: no shortcut for that file), a
-global name of Python.h's (LIGHT_EXTENSION_H includes it), or, for the minimal header, which
+brought into its scope (`using namespace torch`, SCOPE_HAZARD: no shortcut for that file); a
+global name, or one of std's under `using namespace std`, that only the full closure's system
+headers declare (the light headers include Python.h and FULL_ONLY_STD, the minimal one the
+standard headers ATen brings); a macro or a name of torch's Python API only the full headers
+define (FULL_ONLY_NAMES: no shortcut for a file naming one); or, for the minimal header, which
 lacks ATen's functions, a function of the candidate's own with an ATen operator's name and a
 tensor parameter, which the full headers' ADL would find twice (ambiguous: no minimal try).
+tests/python/test_build_corpus.py compares the closures' headers and macros on the installed
+torch, and builds model-style programs of every class both ways.
 
 A .cu whose torch names are all in MINIMAL_NAMES (the tensor, its dtypes and options, the
 allocating factories) is tried first with less than <torch/types.h>: that header's own text with
@@ -43,11 +48,16 @@ import re
 
 from .scoped_env import scoped_env
 
+# the standard headers in torch/extension.h's closure (pybind11's, torch's API's) and not in
+# torch/types.h's: their names are std's (read unqualified under `using namespace std`) and
+# <cxxabi.h>'s global `abi` (tests/python/test_build_corpus.py compares the closures)
+FULL_ONLY_STD = ("cxxabi.h", "forward_list", "queue", "stack", "valarray")
 # Python.h: the global names torch/extension.h brings besides torch's own (its C library headers)
 LIGHT_EXTENSION_H = ("#pragma once\n// kjudge: the light stand-in for the .cu (see light_headers.py)\n"
-                     "#include <Python.h>\n#include <torch/types.h>\n")
+                     "#include <Python.h>\n#include <torch/types.h>\n"
+                     + "".join(f"#include <{h}>\n" for h in FULL_ONLY_STD))
 LIGHT_MAIN_H = ("#pragma once\n// kjudge: the light stand-in for main.cpp (see light_headers.py)\n#include <torch/types.h>\n"
-                "#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n")
+                "#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n#include <queue>\n")
 # what load_inline writes before a .cu's own sources
 LOAD_INLINE_CU_HEAD = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 # the factories the minimal .cu header declares, with their operator headers
@@ -55,10 +65,11 @@ MINIMAL_FACTORIES = ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones
 # what the minimal header includes in place of all of ATen, autograd's factories and variables and
 # the operator registry: the tensor (and what its deprecated type() returns, which model-written
 # kernels still dispatch on), the dtype dispatch macros, the factories' own operator headers,
+# the standard headers ATen brings and the rest not (std's names, as FULL_ONLY_STD),
 # and the tensors' operators (+, *, ==, ...: Tensor methods and empty_like; their header reads only
 # that operator header when AT_PER_OPERATOR_HEADERS is set, else all of ATen's functions)
 MINIMAL_INCLUDES = ("#include <ATen/core/Tensor.h>\n#include <ATen/core/DeprecatedTypeProperties.h>\n"
-                    "#include <ATen/Dispatch.h>\n"
+                    "#include <ATen/Dispatch.h>\n#include <bitset>\n#include <list>\n#include <thread>\n"
                     + "".join(f"#include <ATen/ops/{op}.h>\n" for op in MINIMAL_FACTORIES)
                     + "#ifndef AT_PER_OPERATOR_HEADERS\n#define AT_PER_OPERATOR_HEADERS\n"
                     "#include <ATen/TensorOperators.h>\n#undef AT_PER_OPERATOR_HEADERS\n"
@@ -79,7 +90,19 @@ _UMBRELLA = re.compile(r"#\s*include\s*[<\"]torch/(?!extension\.h|types\.h)[^>\"
 # or with them brought into its own scope; and pybind11 itself, which the .cu's light headers omit
 SCOPE_HAZARD = re.compile(r"\b(?:using\s+namespace\s+(?:::\s*)?(?:torch|at|c10|pybind11|py)\b"
                           r"|namespace\s+(?:torch|at|c10|pybind11|py)\s*(?:\{|::))")
-_PYBIND = re.compile(r"PYBIND11|pybind11|\bpy\s*::")
+_PYBIND = re.compile(r"PYBIND11|pybind11|\bpy\b")  # py: torch's global alias of pybind11
+# names only the full headers declare, other than std's (FULL_ONLY_STD): torch's Python API
+# (THP...; its alias py is _PYBIND's) and the macros of torch's whole C++ API and
+# pybind11's; a use of one (#if TORCH_VERSION_MAJOR, a global `py`) may read differently
+# with a light header (test_build_corpus.py checks the macros against the headers)
+FULL_ONLY_NAMES = re.compile(
+    r"\b(?:THP\w*|AT_(?:BLAS_\w+|BUILD_WITH_\w+|\w+_ENABLED|MKL_SEQUENTIAL|PARALLEL_\w+|USE_EIGEN_SPARSE)"
+    r"|C10_\w*_TLS_\w+|CAFFE2_\w+|CATCH_\w+|(?:END_)?HANDLE_TH_\w+|FORALL_\w+|FORWARD_HAS_DEFAULT_ARGS"
+    r"|IS_PYBIND\w*|PYTHONCAPI_COMPAT|Py(?:HASH|Time)_\w+|Py_\w+|ROLLBEAR_\w+|SOFT_ASSERT|STRONG_HAS_\w+"
+    r"|TORCH_(?:ABI_VERSION|ARG|ENUM_\w+|MODULE\w*|OPTIONS_CTOR_\w+|UNUSED_EXCEPT_CUDA|VERSION\w*)"
+    # and the operator registry's and the profiler's, which torch/types.h has and the minimal one not
+    r"|RECORD_\w+|(?:MAKE_)?TORCH_LIBRARY\w*|TORCH_(?:FN\w*|IMPL_FUNC|META_FUNC\w*|PRECOMPUTE_\w+|SELECTIVE_\w+"
+    r"|PYTHON_API)|BUILD_FEATURE_\w+|EXPECTED_MAX_LEVEL|HAS_IMPL_ABSTRACT_PYSTUB|HAS_PT2_COMPLIANT_TAG)\b")
 # Tensor::index and index_put_ take at::indexing::TensorIndex, which the minimal header only
 # forward-declares: such a .cu goes to the light try at once
 _NEEDS_INDEXING = re.compile(r"\.\s*index(?:_put_)?\s*\(|\bindexing\s*::")
@@ -149,7 +172,7 @@ def _minimal_name(space, name):
 def shortcut_safe(text):
     """No code of this file's reads torch's or pybind11's namespaces unqualified (SCOPE_HAZARD):
     only there could a name a light header lacks change what compiles."""
-    return not SCOPE_HAZARD.search(text)
+    return not SCOPE_HAZARD.search(text) and not FULL_ONLY_NAMES.search(text)
 
 
 def _cu_shortcut_safe(text):

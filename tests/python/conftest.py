@@ -22,6 +22,7 @@ REDIS_SERVER = os.environ.get("KJUDGE_REDIS_SERVER", "/usr/bin/redis-server")
 SLOW_FIRST = ["test_kernelbench_suite.py",
               # busy, no shared header
               "test_kernelbench_pch.py", "test_eval_device_turns.py", "test_worker_memory.py", "test_minimal_cu_header.py",
+              "test_build_corpus.py",
               # mostly waiting
               "test_fault.py", "test_gateway.py", "test_ops.py", "test_client.py", "test_judge_queue.py",
               "test_dev_cgroups.py", "test_cluster.py",

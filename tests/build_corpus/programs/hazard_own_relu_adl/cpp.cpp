@@ -1,0 +1,1 @@
+torch::Tensor forward(torch::Tensor x);

@@ -1,0 +1,4 @@
+#include <torch/extension.h>
+using namespace torch;
+
+Tensor forward(Tensor x);

@@ -1,0 +1,2 @@
+using namespace torch;
+Tensor mish_cuda(Tensor x);

@@ -1,0 +1,12 @@
+#include <torch/extension.h>
+
+__global__ void mish_kernel(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) { float v = x[i]; y[i] = v * tanhf(log1pf(__expf(v))); }
+}
+
+torch::Tensor mish_cuda(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    mish_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
+}

@@ -1,0 +1,2 @@
+#include <tuple>
+std::tuple<torch::Tensor, torch::Tensor> forward(torch::Tensor x);

@@ -1,0 +1,17 @@
+#include <torch/extension.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+__global__ void scale_kernel(const float* x, float* y, float s, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = s * x[i];
+}
+
+torch::Tensor forward(torch::Tensor x) {
+    const c10::cuda::CUDAGuard device_guard(x.device());
+    auto y = torch::empty_like(x);
+    const int64_t n = x.numel();
+    auto stream = c10::cuda::getCurrentCUDAStream();
+    scale_kernel<<<(n + 255) / 256, 256, 0, stream.stream()>>>(x.data_ptr<float>(), y.data_ptr<float>(), 2.f, n);
+    return y;
+}

@@ -1,0 +1,1 @@
+torch::Tensor forward(torch::Tensor a, torch::Tensor b);

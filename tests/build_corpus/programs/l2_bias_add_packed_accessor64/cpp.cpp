@@ -1,0 +1,1 @@
+at::Tensor forward(at::Tensor x, at::Tensor bias);
