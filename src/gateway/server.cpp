@@ -81,8 +81,14 @@ void Server::run() {
     // Every newcomer is served; past the pending budget it displaces the oldest pending one.
     const auto displaced = budget_.admit(socket.native_handle(), address);
     if (displaced.fd >= 0) gateway_.metrics().refusal(displaced.reason, "");
-    std::thread([this, s = std::move(socket), a = std::move(address)]() mutable { serve(std::move(s), std::move(a)); })
-        .detach();
+    const int fd = socket.native_handle();
+    try {
+      std::thread([this, s = std::move(socket), a = std::move(address)]() mutable { serve(std::move(s), std::move(a)); })
+          .detach();
+    } catch (const std::system_error& e) {  // no thread to be had: this one is not served (closed here)
+      log::warn("gateway.no_thread", {{"error", e.what()}});
+      budget_.forget(fd);
+    }
   }
   reaper.join();
 }
