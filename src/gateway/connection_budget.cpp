@@ -1,6 +1,9 @@
 #include "gateway/connection_budget.h"
 
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+
+#include <tuple>
 
 namespace kj::gateway {
 
@@ -14,15 +17,33 @@ ConnectionBudget::Clock::duration ConnectionBudget::timeout(const Connection& c,
   return Clock::duration::max();
 }
 
+namespace {
+
+// Bytes the kernel holds for the connection that its thread has not read yet.
+int unread_bytes(int fd) {
+  int n = 0;
+  return ::ioctl(fd, FIONREAD, &n) == 0 ? n : 0;
+}
+
+}  // namespace
+
+// The oldest pending connection, passing over those whose head waits unread in the kernel: a
+// client that sent its request at once and whose thread has not got to it yet (a loaded machine)
+// is not the one to displace. Strangers cannot stay in that state: their threads read what they
+// send. Only when every candidate has bytes waiting does the oldest of them go.
 int ConnectionBudget::oldest_pending(const std::string* address) const {
-  int fd = -1;
-  Clock::time_point since = Clock::time_point::max();
-  for (const auto& [f, c] : connections_)
-    if (c.tenant.empty() && !c.displaced && c.since < since && (!address || c.address == *address)) {
-      fd = f;
-      since = c.since;
+  int fd = -1, waiting_fd = -1;
+  Clock::time_point since = Clock::time_point::max(), waiting_since = Clock::time_point::max();
+  for (const auto& [f, c] : connections_) {
+    if (!c.tenant.empty() || c.displaced || (address && c.address != *address)) continue;
+    const bool waiting = c.phase == Phase::Head && unread_bytes(f) > 0;
+    auto [best, best_since] = waiting ? std::tie(waiting_fd, waiting_since) : std::tie(fd, since);
+    if (c.since < best_since) {
+      best = f;
+      best_since = c.since;
     }
-  return fd;
+  }
+  return fd >= 0 ? fd : waiting_fd;
 }
 
 void ConnectionBudget::drop_pending(Connection& c) {

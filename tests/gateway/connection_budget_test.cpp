@@ -60,6 +60,16 @@ TEST(ConnectionBudget, APendingNewcomerDisplacesTheOldestPendingOneOfItsAddressT
   EXPECT_FALSE(p[2].shut_down());
 }
 
+TEST(ConnectionBudget, AClientWhoseHeadWaitsUnreadIsNotTheOneDisplaced) {
+  const auto config = small();
+  ConnectionBudget budget(config);
+  std::vector<Pair> p(4);
+  for (int i = 0; i < 3; ++i) budget.admit(p[i].ours, "a" + std::to_string(i));
+  ASSERT_EQ(::send(p[0].theirs, "GET / HTTP/1.1\r\n", 16, 0), 16);  // its thread has not read it yet
+  EXPECT_EQ(budget.admit(p[3].ours, "b").fd, p[1].ours);  // the oldest with nothing waiting goes
+  EXPECT_FALSE(p[0].shut_down());
+}
+
 TEST(ConnectionBudget, AuthenticatedConnectionsLeaveThePendingBudgetAndHaveCapsOfTheirOwn) {
   const auto config = small();
   ConnectionBudget budget(config);
