@@ -127,8 +127,9 @@ class JsonWalk {
     return false;
   }
   bool long_string(const std::string& s) {
-    return s.size() <= limits_.max_string_bytes ||
-           fail(fmt::format("a string of {} bytes (at most {})", s.size(), limits_.max_string_bytes));
+    if (s.size() <= limits_.max_string_bytes) return true;
+    fault = BodyFault{path_, fmt::format("a string of {} bytes (at most {})", s.size(), limits_.max_string_bytes), true};
+    return false;
   }
   // The expectation of the value that starts now; sets path_ to its place.
   Expect place(bool& in_list) {
@@ -245,7 +246,7 @@ class WireWalk {
     }
     if (f.type() != pb::FieldDescriptor::TYPE_MESSAGE) {
       if (length > limits_.max_string_bytes)
-        return BodyFault{at, fmt::format("a string of {} bytes (at most {})", length, limits_.max_string_bytes)};
+        return BodyFault{at, fmt::format("a string of {} bytes (at most {})", length, limits_.max_string_bytes), true};
       in_.Skip(static_cast<int>(length));
       return std::nullopt;
     }

@@ -24,6 +24,7 @@ struct BodyLimits {
 struct BodyFault {
   std::string path;     // "$" is the body itself
   std::string message;  // for people
+  bool too_large = false;  // a string longer than max_string_bytes: no job that holds it fits (413)
 };
 
 std::optional<BodyFault> check_json(std::string_view body, const google::protobuf::Descriptor& type,

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace kj::gateway {
@@ -54,10 +55,11 @@ void apply_limits(const toml::table& t, const std::string& section, TenantLimits
   take_int(t, section, "max_connections_per_tenant", l.max_connections, 1, 100'000);
 }
 
-// A request bucket left unset follows the job bucket (each tenant's own, after its overrides).
+// A request bucket left unset follows the job bucket (each tenant's own, after its overrides),
+// but no lower than 1000/s and 2000: a tenant with a slow job rate still reads its results.
 void resolve_request_rate(TenantLimits& l) {
-  if (l.request_rate_per_s <= 0) l.request_rate_per_s = l.rate_per_s;
-  if (l.request_burst <= 0) l.request_burst = l.burst;
+  if (l.request_rate_per_s <= 0) l.request_rate_per_s = std::max(l.rate_per_s, kMinRequestRate);
+  if (l.request_burst <= 0) l.request_burst = std::max(l.burst, kMinRequestBurst);
 }
 
 std::vector<std::string> string_list(const toml::table& t, const std::string& section, std::string_view key,

@@ -13,6 +13,9 @@
 namespace kj::gateway {
 
 // What one tenant may put through the gateway; checked before anything reaches Redis.
+// The least an unset request bucket gets (gateway_config.cpp, resolve_request_rate).
+inline constexpr double kMinRequestRate = 1'000, kMinRequestBurst = 2'000;
+
 struct TenantLimits {
   std::uint64_t max_job_bytes = 1 << 20;  // one serialized Job
   std::uint64_t max_queued = 10'000;      // jobs waiting for a result (Redis memory: at most this x max_job_bytes)
@@ -20,7 +23,7 @@ struct TenantLimits {
   double burst = 2'000;                   // ... and how many may come at once
   std::uint32_t max_batch_jobs = 1'000;   // jobs in one POST /v1/batches
   // Every request of the tenant (reads, waits, cancels, submits) takes one from a bucket of its own;
-  // unset, it follows rate_per_s / burst.
+  // unset, it follows rate_per_s / burst, at least kMinRequestRate / kMinRequestBurst.
   double request_rate_per_s = 0, request_burst = 0;
   unsigned max_connections = 128;  // authenticated connections of this tenant at once
 };

@@ -35,8 +35,9 @@ Admission::TenantState& Admission::state_of(const std::string& tenant) {
     const auto& l = config_.limits_for(tenant);
     const auto now = TokenBucket::Clock::now();
     // unset (a GatewayConfig not from load_gateway_config): the request bucket follows the job bucket
-    const double request_rate = l.request_rate_per_s > 0 ? l.request_rate_per_s : l.rate_per_s;
-    const double request_burst = l.request_burst > 0 ? l.request_burst : l.burst;
+    const double request_rate =
+        l.request_rate_per_s > 0 ? l.request_rate_per_s : std::max(l.rate_per_s, kMinRequestRate);
+    const double request_burst = l.request_burst > 0 ? l.request_burst : std::max(l.burst, kMinRequestBurst);
     it = tenants_.emplace(tenant, TenantState{TokenBucket(l.rate_per_s, l.burst, now),
                                               TokenBucket(request_rate, request_burst, now)}).first;
   }

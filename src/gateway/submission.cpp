@@ -14,9 +14,11 @@ using nlohmann::json;
 
 namespace {
 
-// 400 naming where the body went wrong: {"error": {"code", "message", "path"}}.
+// 400 naming where the body went wrong: {"error": {"code", "message", "path"}}; 413 for a string
+// no job that holds it could fit.
 Reply body_refusal(BodyFormat format, const BodyFault& fault) {
-  Reply r = error_reply(400, format == BodyFormat::Json ? "bad_json" : "bad_protobuf", fault.path + ": " + fault.message);
+  const auto code = fault.too_large ? "job_too_large" : format == BodyFormat::Json ? "bad_json" : "bad_protobuf";
+  Reply r = error_reply(fault.too_large ? 413 : 400, code, fault.path + ": " + fault.message);
   auto body = json::parse(r.body);
   body["error"]["path"] = fault.path;
   r.body = body.dump();

@@ -43,6 +43,8 @@ metrics_token = "m"
 rate_per_s = 50
 [gateway.tenants.team-a]
 rate_per_s = 7
+[gateway.tenants.team-c]
+rate_per_s = 5000
 [gateway.tenants.team-b]
 request_rate_per_s = 3
 max_connections_per_tenant = 2
@@ -54,8 +56,9 @@ max_connections_per_tenant = 2
   EXPECT_EQ(c.metrics_allow, std::vector<std::string>{"10.0.0.5"});
   EXPECT_EQ(c.metrics_token, "m");
   // unset, a tenant's request bucket follows its own job bucket
-  EXPECT_EQ(c.limits_for("other").request_rate_per_s, 50);
-  EXPECT_EQ(c.limits_for("team-a").request_rate_per_s, 7);
+  EXPECT_EQ(c.limits_for("other").request_rate_per_s, 1000);  // at least 1000/s
+  EXPECT_EQ(c.limits_for("team-a").request_rate_per_s, 1000);
+  EXPECT_EQ(c.limits_for("team-c").request_rate_per_s, 5000);
   EXPECT_EQ(c.limits_for("team-b").request_rate_per_s, 3);
   EXPECT_EQ(c.limits_for("team-b").max_connections, 2u);
   EXPECT_EQ(load_gateway_config(std::nullopt).defaults.request_burst, TenantLimits{}.burst);

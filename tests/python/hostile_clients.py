@@ -91,16 +91,18 @@ class Strangers:
             s.close()
 
 
-def submit_beside(port, token, jobs, prefix, new_connection_every=10, pause_s=0.01):
+def submit_beside(port, token, jobs, prefix, new_connection_every=10, pause_s=0.01, source="127.0.0.2"):
     """A tenant's trivial submissions, one at a time over keep-alive connections (a fresh one every
-    `new_connection_every`): (statuses, latencies in seconds)."""
+    `new_connection_every`), from another address than the strangers' (127.0.0.1): (statuses,
+    latencies in seconds). A stranger's address has only its share of the pending budget
+    (max_pending_per_address), so it cannot displace a newcomer from elsewhere."""
     statuses, latencies = [], []
     conn = None
     for i in range(jobs):
         if conn is None or i % new_connection_every == 0:
             if conn:
                 conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(source, 0))
         body = '{"job_id": "%s-%d", "trivial": {"argv": ["/bin/true"]}}' % (prefix, i)
         start = time.perf_counter()
         try:
