@@ -1,8 +1,9 @@
-"""kjudge-gateway against hostile clients, with a real redis-server and kjudged: strangers sending
-slow heads, slow bodies, pipelined requests whose replies they never read, hundreds of idle
-connections from one address; a tenant with slow bodies, structure bombs and cancel floods. Beside
-each, an authenticated tenant submits: none of its submissions is refused and their latency stays
-low, and the gateway's counters show the attack was met (displaced, timed out, refused).
+"""kjudge-gateway against hostile clients, with a real redis-server and kjudged: strangers (from
+127.0.0.1) sending slow heads, slow bodies, pipelined requests whose replies they never read,
+hundreds of idle connections from one address; a tenant with slow bodies, structure bombs and
+cancel floods. Beside each, an authenticated tenant (from 127.0.0.2, opening a fresh connection
+every 10 submissions) submits: none of its submissions is refused and their latency stays low, and
+the gateway's counters show the attack was met (displaced, timed out, refused).
 
 The connection caps are small here so that the attacks of the old gateway (issue 55: strangers
 filled max_connections and every tenant got 503) would fail these tests. Needs a build
