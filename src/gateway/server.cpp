@@ -144,13 +144,14 @@ void Server::serve_requests(Stream& stream, int fd, const std::string& address) 
     parser.body_limit(config.max_request_bytes);
     beast::error_code ec;
     http::read_header(stream, buffer, parser, ec);
-    if (ec) {
+    // a request that could not be read to its end: its refusal said (if it has one), then closed
+    const auto unread = [&](unsigned version) {
       if (auto reply = read_failure(ec, config.max_request_bytes)) {
         gateway_.metrics().refusal(reply->refusal, routes.tenant_of(parser.get()).value_or(""));
-        write_reply(stream, fd, std::move(*reply), 11, false);
+        write_reply(stream, fd, std::move(*reply), version, false);
       }
-      return;
-    }
+    };
+    if (ec) return unread(11);
     const auto version = parser.get().version();
     if (const auto tenant = routes.tenant_of(parser.get())) {
       const auto promoted = budget_.promote(fd, *tenant);
@@ -180,13 +181,7 @@ void Server::serve_requests(Stream& stream, int fd, const std::string& address) 
       }
       if (!budget_.enter(fd, Phase::Body)) return;
       http::read(stream, buffer, parser, ec);
-      if (ec) {
-        if (auto reply = read_failure(ec, config.max_request_bytes)) {
-          gateway_.metrics().refusal(reply->refusal, routes.tenant_of(parser.get()).value_or(""));
-          write_reply(stream, fd, std::move(*reply), version, false);
-        }
-        return;
-      }
+      if (ec) return unread(version);
     }
     if (!budget_.enter(fd, Phase::Handling)) return;
     const auto& request = parser.get();
