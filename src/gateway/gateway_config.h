@@ -44,7 +44,7 @@ struct GatewayConfig {
   std::chrono::milliseconds body_timeout{30'000};      // a body must be in this long after its head
   std::chrono::milliseconds send_timeout{10'000};      // a reply must be written (read by the client) by then
   std::chrono::seconds idle_timeout{60};               // an authenticated keep-alive's next head, after a reply
-  std::uint64_t max_bodies_in_flight_bytes = 64ull << 20;  // bodies held at once (Content-Length); more wait
+  std::uint64_t max_bodies_in_flight_bytes = 32ull << 20;  // bodies held at once (Content-Length); more wait
   // Decoding (gateway/body_check.h): checked before protobuf allocates anything.
   unsigned max_body_depth = 32;                        // nested objects / arrays / messages
   std::uint64_t max_body_elements = 250'000;           // values in one body (fields, list items)

@@ -1,5 +1,6 @@
 #include "gateway/server.h"
 
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <boost/asio/ssl/stream.hpp>
@@ -18,6 +19,8 @@ using tcp = boost::asio::ip::tcp;
 namespace {
 
 using Response = http::response<http::string_body>;
+
+constexpr std::size_t kTrimAfterBytes = 1 << 20;
 
 Response to_response(Reply reply, unsigned version, bool keep_alive) {
   Response res{static_cast<http::status>(reply.status), version};
@@ -186,7 +189,11 @@ void Server::serve_requests(Stream& stream, int fd, const std::string& address) 
     if (!budget_.enter(fd, Phase::Handling)) return;
     const auto& request = parser.get();
     Reply reply = routes.handle(request);
-    held.reset();
+    if (held) {
+      held.reset();
+      // a large body's memory goes back to the system, not to this thread's malloc arena
+      if (parser.get().body().size() >= kTrimAfterBytes) ::malloc_trim(0);
+    }
     keep_alive = keep_alive && request.keep_alive() && !stopping_ && reply.status != 401;
     if (!write_reply(stream, fd, std::move(reply), request.version(), keep_alive)) return;
   }

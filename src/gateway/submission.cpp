@@ -130,7 +130,9 @@ Reply Submission::submit_batch(const std::string& tenant, std::string_view body,
   if (batch.batch_id().empty() || !kjqueue::valid_job_id(batch.batch_id()))
     return error_reply(400, "bad_batch_id", "batch_id must match [A-Za-z0-9._:-]{1,128}");
   if (batch.jobs().empty()) return error_reply(400, "empty_batch", "a batch needs at least one job");
-  std::vector<v1::Job> jobs(batch.jobs().begin(), batch.jobs().end());
+  std::vector<v1::Job> jobs;  // moved out of the batch: a 16 MiB batch is not held twice
+  jobs.reserve(static_cast<std::size_t>(batch.jobs_size()));
+  for (auto& job : *batch.mutable_jobs()) jobs.push_back(std::move(job));
   for (auto& job : jobs)
     if (auto error = prepare_job(job, tenant, batch.batch_id())) return *error;
   const std::uint32_t expected = batch.expected() ? batch.expected() : static_cast<std::uint32_t>(jobs.size());
