@@ -22,6 +22,7 @@
 #include "common/runtime_dir.h"
 #include "kjqueue/queue.h"
 #include "kjsandbox/policy.h"
+#include "kjsandbox/sandbox.h"
 #include "pipeline/run/harness_step.h"
 #include "pipeline/judge.h"
 #include "pipeline/job/validate.h"
@@ -42,10 +43,14 @@ std::string default_redis_url() {
 // of the same candidate replays its build instead of compiling for a minute.
 // Job cgroups of its own, as kjudged makes them (cgroup v2 from a shell: a subtree beside the
 // shell's cgroup, which holds processes and so cannot delegate), or no judging: every job would
-// end INFRA_ERROR. Several evals at once each make their own.
+// end INFRA_ERROR. Several evals at once each make their own. Job cgroups an earlier eval left
+// (one killed by a signal ends without removing its idle pooled ones) go first, as kjudged's do.
 bool eval_cgroups_ready() {
   const auto cg = kjsandbox::setup_cgroups({.own_subtree = true, .command_line = {}});
-  if (cg.ok) return true;
+  if (cg.ok) {
+    kjsandbox::cleanup_stale_cgroups();  // after the set-up, as kjudged: on v2 its base is ours then
+    return true;
+  }
   std::cerr << "kjudge eval cannot create job cgroups: " << cg.error << "\n";
   if (!cg.fix.empty()) std::cerr << "  fix: " << cg.fix << "\n";
   return false;
@@ -275,6 +280,7 @@ int run_eval(const Globals& g, const EvalCmd& e) {
   kj::JudgeContext ctx{cfg, cfg.node + "/local"};
   ctx.device_turns = true;  // parallel evals: builds side by side, judging in turns
   const v1::Result r = kj::judge(job, ctx);
+  kjsandbox::trim_pools();  // the idle job cgroups kept for reuse: no later run of this process
   std::error_code ec;
   if (!config_file) std::filesystem::remove_all(cfg.state_dir, ec);
   return print_result(r, g.json);

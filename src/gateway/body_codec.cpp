@@ -25,15 +25,20 @@ BodyFormat reply_format(std::string_view accept) {
   return accept.find("protobuf") != std::string_view::npos ? BodyFormat::Protobuf : BodyFormat::Json;
 }
 
-std::optional<std::string> decode(std::string_view body, BodyFormat format, google::protobuf::Message& out) {
+std::optional<BodyFault> decode(std::string_view body, BodyFormat format, google::protobuf::Message& out,
+                                const BodyLimits& limits) {
+  const auto& type = *out.GetDescriptor();
   if (format == BodyFormat::Json) {
+    if (auto fault = check_json(body, type, limits)) return fault;
     const auto status = google::protobuf::util::JsonStringToMessage(body, &out);  // unknown fields: an error
-    if (!status.ok()) return "not a " + out.GetTypeName() + " in protobuf JSON: " + status.ToString();
+    if (!status.ok()) return BodyFault{"$", "not a " + out.GetTypeName() + " in protobuf JSON: " + status.ToString()};
     return std::nullopt;
   }
-  if (!out.ParseFromString(std::string(body))) return "not a serialized " + out.GetTypeName();
+  if (auto fault = check_protobuf(body, type, limits)) return fault;
+  if (!out.ParseFromArray(body.data(), static_cast<int>(body.size())))
+    return BodyFault{"$", "not a serialized " + out.GetTypeName()};
   if (!out.GetReflection()->GetUnknownFields(out).empty())
-    return "a serialized " + out.GetTypeName() + " with fields it does not have (another message?)";
+    return BodyFault{"$", "a serialized " + out.GetTypeName() + " with fields it does not have (another message?)"};
   return std::nullopt;
 }
 

@@ -16,9 +16,15 @@ Gateway::~Gateway() {
   if (refresher_.joinable()) refresher_.join();
 }
 
+bool Gateway::redis_answered_within(std::chrono::steady_clock::duration age) const {
+  const auto last = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(redis_answered_.load()));
+  return std::chrono::steady_clock::now() - last <= age;
+}
+
 void Gateway::start() {
   kjqueue::Queue q(redis_, partition_);
   tokens_.load(q);
+  redis_answered_ = std::chrono::steady_clock::now().time_since_epoch().count();
   refresher_ = std::thread([this] { refresh_loop(); });
 }
 
@@ -32,17 +38,27 @@ void Gateway::refresh_queued(kjqueue::Queue& q) {
     admission_.set_queued(notes[i], counts[i] ? std::stoll(*counts[i]) : 0);
 }
 
+// Wakes at least every second: a PING each time (/readyz), the queued counters and the tokens
+// when theirs is due.
 void Gateway::refresh_loop() {
+  using Clock = std::chrono::steady_clock;
   kjqueue::Queue q(redis_, partition_);
-  auto next_tokens = std::chrono::steady_clock::now() + config_.token_refresh;
+  auto next_tokens = Clock::now() + config_.token_refresh;
+  auto next_queued = Clock::now() + config_.queued_refresh;
+  const auto tick = std::min<Clock::duration>(std::chrono::seconds(1), config_.queued_refresh);
   std::unique_lock lock(stop_mutex_);
-  while (!stop_cv_.wait_for(lock, config_.queued_refresh, [this] { return stopping_; })) {
+  while (!stop_cv_.wait_for(lock, tick, [this] { return stopping_; })) {
     lock.unlock();
     try {
-      refresh_queued(q);
-      if (std::chrono::steady_clock::now() >= next_tokens) {
+      q.command({"PING"});  // a frozen Redis holds this call, and readiness ages
+      redis_answered_ = Clock::now().time_since_epoch().count();
+      if (Clock::now() >= next_queued) {
+        refresh_queued(q);
+        next_queued = Clock::now() + config_.queued_refresh;
+      }
+      if (Clock::now() >= next_tokens) {
         tokens_.load(q);
-        next_tokens = std::chrono::steady_clock::now() + config_.token_refresh;
+        next_tokens = Clock::now() + config_.token_refresh;
       }
     } catch (const std::exception& e) {  // Redis away: keep the last tables, try again next round
       log::warn("gateway.refresh_failed", {{"error", e.what()}});

@@ -28,6 +28,8 @@ class Gateway {
   TokenTable& tokens() { return tokens_; }
   Admission& admission() { return admission_; }
   GatewayMetrics& metrics() { return metrics_; }
+  // Whether the refresher had an answer from Redis within `age` (/readyz).
+  bool redis_answered_within(std::chrono::steady_clock::duration age) const;
 
  private:
   void refresh_loop();
@@ -43,6 +45,7 @@ class Gateway {
   std::condition_variable stop_cv_;
   bool stopping_ = false;
   std::thread refresher_;
+  std::atomic<std::chrono::steady_clock::rep> redis_answered_{0};  // steady_clock ticks of the last answer
 };
 
 }  // namespace kj::gateway

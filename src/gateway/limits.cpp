@@ -33,7 +33,13 @@ Admission::TenantState& Admission::state_of(const std::string& tenant) {
   auto it = tenants_.find(tenant);
   if (it == tenants_.end()) {
     const auto& l = config_.limits_for(tenant);
-    it = tenants_.emplace(tenant, TenantState{TokenBucket(l.rate_per_s, l.burst, TokenBucket::Clock::now())}).first;
+    const auto now = TokenBucket::Clock::now();
+    // unset (a GatewayConfig not from load_gateway_config): the request bucket follows the job bucket
+    const double request_rate =
+        l.request_rate_per_s > 0 ? l.request_rate_per_s : std::max(l.rate_per_s, kMinRequestRate);
+    const double request_burst = l.request_burst > 0 ? l.request_burst : std::max(l.burst, kMinRequestBurst);
+    it = tenants_.emplace(tenant, TenantState{TokenBucket(l.rate_per_s, l.burst, now),
+                                              TokenBucket(request_rate, request_burst, now)}).first;
   }
   return it->second;
 }
@@ -50,6 +56,11 @@ Refusal Admission::admit(const std::string& tenant, std::size_t jobs, std::uint6
   s.in_flight += static_cast<long long>(jobs);
   s.admitted += jobs;
   return Refusal::None;
+}
+
+bool Admission::take_request(const std::string& tenant) {
+  std::lock_guard lock(mutex_);
+  return state_of(tenant).requests.take(1, TokenBucket::Clock::now());
 }
 
 void Admission::written(const std::string& tenant, std::size_t jobs) {

@@ -38,6 +38,8 @@ class Admission {
   // release, given back (duplicates and failures: Redis holds nothing new for it).
   void written(const std::string& tenant, std::size_t jobs);
   void release(const std::string& tenant, std::size_t jobs);
+  // Every request of an authenticated tenant, whatever its verb: one from its request bucket.
+  bool take_request(const std::string& tenant);
 
   // The refresher: note each tenant's admissions, read kj:{pN}:queued:<tenant> from Redis, then set
   // the count to that reading plus what was in flight or admitted since the note (those may be
@@ -52,7 +54,7 @@ class Admission {
 
  private:
   struct TenantState {
-    TokenBucket bucket;
+    TokenBucket bucket, requests;
     long long queued = 0;
     long long in_flight = 0;          // admitted, Redis not answered yet
     unsigned long long admitted = 0;  // ever

@@ -16,6 +16,16 @@ using nlohmann::json;
 namespace {
 
 constexpr auto kCancelTtl = std::chrono::seconds(7 * 24 * 3600);
+// /readyz fails once the refresher's last Redis answer is older than this.
+constexpr auto kReadyRedisAge = std::chrono::seconds(3);
+
+// Constant-time: a wrong guess takes as long whatever its prefix.
+bool same_secret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
 
 std::string_view header(const Request& r, http::field f) {
   const auto it = r.find(f);
@@ -70,6 +80,16 @@ std::optional<std::string> Routes::tenant_of(const Request& request) const {
   return gateway_.tokens().tenant_of(bearer_token(header(request, http::field::authorization)));
 }
 
+bool Routes::may_read_metrics(const Request& request) const {
+  const auto& c = gateway_.config();
+  std::string_view address = address_;
+  if (address.starts_with("::ffff:")) address.remove_prefix(7);  // IPv4 on an IPv6 socket
+  for (const auto& allowed : c.metrics_allow)
+    if (address == allowed) return true;
+  return !c.metrics_token.empty() &&
+         same_secret(bearer_token(header(request, http::field::authorization)), c.metrics_token);
+}
+
 Reply Routes::handle(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
   std::string route = "unknown", tenant;
@@ -90,18 +110,31 @@ Reply Routes::handle(const Request& request) {
 
 Reply Routes::dispatch(const Request& request, std::string& route, std::string& tenant) {
   const auto [path, query] = split_target(std::string_view(request.target().data(), request.target().size()));
-  if (path == "/livez") {
+  if (path == "/livez") {  // the process answers; nothing else is asked
     route = "livez";
     return {200, "ok\n", "text/plain", {}};
   }
+  if (path == "/readyz") {  // from the refresher's last Redis answer: a stranger cannot make Redis work
+    route = "readyz";
+    if (gateway_.redis_answered_within(kReadyRedisAge)) return {200, "ok\n", "text/plain", {}};
+    return {503, "redis has not answered lately\n", "text/plain", {}};
+  }
   if (path == "/metrics") {
     route = "metrics";
+    if (!may_read_metrics(request))
+      return error_reply(403, "metrics_forbidden", "/metrics answers [gateway] metrics_allow addresses or metrics_token");
     return {200, gateway_.metrics().render(), "text/plain; version=0.0.4; charset=utf-8", {}};
   }
   if (!path.starts_with("/v1/")) return no_route();
   const auto who = tenant_of(request);
   if (!who) return error_reply(401, "unauthorized", "send Authorization: Bearer <token> (kjudge admin token create)");
   tenant = *who;
+  if (!gateway_.admission().take_request(tenant)) {
+    const auto& l = gateway_.config().limits_for(tenant);
+    return error_reply(429, "rate_limited",
+                       fmt::format("over the tenant's request rate of {}/s (burst {}): retry later",
+                                   l.request_rate_per_s, l.request_burst));
+  }
   return tenant_route(request, tenant, path.substr(3), route);
 }
 
@@ -187,9 +220,19 @@ Reply Routes::batch_counters(const std::string& tenant, const std::string& batch
   return json_reply(200, j);
 }
 
+// Only what exists is cancelled: an unknown id is 404 and writes nothing, so cancels cannot grow
+// Redis (a job submitted after its 404 was not cancelled: the client asked before it existed).
 Reply Routes::cancel(const std::string& tenant, const std::string& job_id, const std::string& batch_id) {
-  if (batch_id.empty()) queue().cancel_job(tenant, job_id, kCancelTtl);
-  else queue().cancel_batch(tenant, batch_id, kCancelTtl);
+  auto& q = queue();
+  const int p = q.partition();
+  const auto known = batch_id.empty() ? q.command({"EXISTS", kjqueue::Keys::job_marker(p, tenant, job_id),
+                                                   kjqueue::Keys::result(p, tenant, job_id)})
+                                      : q.command({"EXISTS", kjqueue::Keys::batch(p, tenant, batch_id)});
+  if (known.empty() || !known[0] || *known[0] == "0")
+    return batch_id.empty() ? error_reply(404, "unknown_job", "no job " + job_id + " for this tenant")
+                            : error_reply(404, "unknown_batch", "no batch " + batch_id + " for this tenant");
+  if (batch_id.empty()) q.cancel_job(tenant, job_id, kCancelTtl);
+  else q.cancel_batch(tenant, batch_id, kCancelTtl);
   return json_reply(202, {{batch_id.empty() ? "job_id" : "batch_id", batch_id.empty() ? job_id : batch_id},
                           {"cancel_requested", true}});
 }

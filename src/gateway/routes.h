@@ -4,9 +4,10 @@
 //   POST   /v1/batches               a kjudge.v1.SubmitBatch           -> 202 {batch_id, jobs: [...]}
 //   GET    /v1/jobs/<id>             the kjudge.v1.Result (200), or 202 {state: "pending"}, 404 unknown
 //   GET    /v1/jobs/<id>/wait?timeout_s=N   long-poll: as GET, waiting up to N s for the result
-//   DELETE /v1/jobs/<id>             cancel                              -> 202
-//   GET    /v1/batches/<id>          counters; DELETE /v1/batches/<id>: cancel the batch
-//   GET    /metrics, /livez          no token
+//   DELETE /v1/jobs/<id>             cancel                              -> 202, 404 unknown
+//   GET    /v1/batches/<id>          counters; DELETE /v1/batches/<id>: cancel the batch (404 unknown)
+//   GET    /livez, /readyz           no token (readyz: Redis answered lately)
+//   GET    /metrics                  [gateway] metrics_allow addresses, or metrics_token
 #pragma once
 
 #include <boost/beast/http.hpp>
@@ -26,7 +27,8 @@ using Request = boost::beast::http::request<boost::beast::http::string_body>;
 
 class Routes {
  public:
-  explicit Routes(Gateway& gateway) : gateway_(gateway) {}
+  // address: the client's (for /metrics' allow-list)
+  Routes(Gateway& gateway, std::string address) : gateway_(gateway), address_(std::move(address)) {}
   // Also counts the request (route, status, latency) and any refusal.
   Reply handle(const Request& request);
   // The tenant a request's token names, if any (for counting refusals of unfinished requests).
@@ -43,8 +45,10 @@ class Routes {
   Reply batch_counters(const std::string& tenant, const std::string& batch_id);
   Reply cancel(const std::string& tenant, const std::string& job_id, const std::string& batch_id);
   kjqueue::Queue& queue();
+  bool may_read_metrics(const Request& request) const;
 
   Gateway& gateway_;
+  std::string address_;
   std::optional<kjqueue::Queue> queue_;
 };
 

@@ -1,5 +1,6 @@
 #include "gateway/server.h"
 
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <boost/asio/ssl/stream.hpp>
@@ -18,6 +19,8 @@ using tcp = boost::asio::ip::tcp;
 namespace {
 
 using Response = http::response<http::string_body>;
+
+constexpr std::size_t kTrimAfterBytes = 1 << 20;
 
 Response to_response(Reply reply, unsigned version, bool keep_alive) {
   Response res{static_cast<http::status>(reply.status), version};
@@ -53,7 +56,8 @@ boost::asio::ssl::context tls_context(const GatewayConfig& c) {
 
 }  // namespace
 
-Server::Server(Gateway& gateway) : gateway_(gateway), acceptor_(ioc_) {
+Server::Server(Gateway& gateway)
+    : gateway_(gateway), acceptor_(ioc_), budget_(gateway.config()), bodies_(gateway.config().max_bodies_in_flight_bytes) {
   const auto& c = gateway_.config();
   if (!c.tls_cert.empty()) tls_.emplace(tls_context(c));
   tcp::endpoint ep(boost::asio::ip::make_address(c.address), static_cast<unsigned short>(c.port));
@@ -66,7 +70,7 @@ Server::Server(Gateway& gateway) : gateway_(gateway), acceptor_(ioc_) {
 int Server::port() const { return acceptor_.local_endpoint().port(); }
 
 void Server::run() {
-  std::thread reaper([this] { reap_idle(); });
+  std::thread reaper([this] { reap(); });
   while (!stopping_) {
     tcp::socket socket(ioc_);
     beast::error_code ec;
@@ -74,109 +78,138 @@ void Server::run() {
     if (stopping_) break;
     if (ec) continue;
     socket.set_option(tcp::no_delay(true), ec);
-    std::unique_lock lock(connections_mutex_);
-    if (connections_.size() >= gateway_.config().max_connections) {
-      lock.unlock();
-      refuse_busy(socket);
-      continue;
+    const auto peer = socket.remote_endpoint(ec);
+    if (ec) continue;  // already gone
+    auto address = peer.address().to_string();
+    // Every newcomer is served; past the pending budget it displaces the oldest pending one.
+    const auto displaced = budget_.admit(socket.native_handle(), address);
+    if (displaced.fd >= 0) gateway_.metrics().refusal(displaced.reason, "");
+    const int fd = socket.native_handle();
+    try {
+      std::thread([this, s = std::move(socket), a = std::move(address)]() mutable { serve(std::move(s), std::move(a)); })
+          .detach();
+    } catch (const std::system_error& e) {  // no thread to be had: this one is not served (closed here)
+      log::warn("gateway.no_thread", {{"error", e.what()}});
+      budget_.forget(fd);
     }
-    connections_[socket.native_handle()] = {false, std::chrono::steady_clock::now() + gateway_.config().idle_timeout};
-    lock.unlock();
-    std::thread([this, s = std::move(socket)]() mutable { serve(std::move(s)); }).detach();
   }
   reaper.join();
 }
 
-void Server::reap_idle() {
-  std::unique_lock lock(connections_mutex_);
-  while (!stopped_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_.load(); })) {
-    const auto now = std::chrono::steady_clock::now();
-    for (auto& [fd, c] : connections_)
-      if (!c.busy && c.deadline < now) {
-        ::shutdown(fd, SHUT_RDWR);  // its read fails, its thread closes it
-        c.deadline = std::chrono::steady_clock::time_point::max();
-      }
-  }
+void Server::reap() {
+  std::unique_lock lock(stop_mutex_);
+  while (!stopped_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping_.load(); }))
+    for (const auto& s : budget_.overdue(std::chrono::steady_clock::now()))
+      gateway_.metrics().refusal(s.reason, s.tenant);
 }
 
-void Server::refuse_busy(tcp::socket& socket) {
-  gateway_.metrics().refusal("too_many_connections", "");
-  if (tls_) return;  // no handshake for a connection we will not serve: it is just closed
-  beast::error_code ec;
-  http::write(socket, to_response(error_reply(503, "too_many_connections", "the gateway is at its connection limit"), 11, false), ec);
-}
-
-void Server::serve(tcp::socket socket) {
+void Server::serve(tcp::socket socket, std::string address) {
   gateway_.metrics().connection_opened();
   try {
     if (tls_) {
       boost::asio::ssl::stream<tcp::socket&> stream(socket, *tls_);
       beast::error_code ec;
-      stream.handshake(boost::asio::ssl::stream_base::server, ec);
-      if (!ec) serve_requests(stream, socket.native_handle());
+      stream.handshake(boost::asio::ssl::stream_base::server, ec);  // within the head's deadline
+      if (!ec) serve_requests(stream, socket.native_handle(), address);
     } else {
-      serve_requests(socket, socket.native_handle());
+      serve_requests(socket, socket.native_handle(), address);
     }
   } catch (const std::exception& e) {
     log::warn("gateway.connection_failed", {{"error", e.what()}});
   }
   beast::error_code ec;
   socket.shutdown(tcp::socket::shutdown_both, ec);
-  forget(socket.native_handle());
+  budget_.forget(socket.native_handle());  // before the socket closes: the fd is not reused yet
   gateway_.metrics().connection_closed();
+  std::lock_guard lock(stop_mutex_);
+  all_closed_.notify_all();
 }
 
 template <typename Stream>
-void Server::serve_requests(Stream& socket, int fd) {
-  Routes routes(gateway_);
+bool Server::write_reply(Stream& stream, int fd, Reply reply, unsigned version, bool keep_alive) {
+  if (!budget_.enter(fd, ConnectionBudget::Phase::Writing)) return false;
+  beast::error_code ec;
+  http::write(stream, to_response(std::move(reply), version, keep_alive), ec);
+  return !ec && keep_alive;
+}
+
+// One request after another: its head (the token decides whose connection it is), its body (a
+// tenant's only, once the bodies budget has room for it), the reply.
+template <typename Stream>
+void Server::serve_requests(Stream& stream, int fd, const std::string& address) {
+  using Phase = ConnectionBudget::Phase;
+  Routes routes(gateway_, address);
   beast::flat_buffer buffer;
-  const auto max_bytes = gateway_.config().max_request_bytes;
+  const auto& config = gateway_.config();
   for (;;) {
+    if (!budget_.enter(fd, Phase::Head)) return;
     http::request_parser<http::string_body> parser;
-    parser.body_limit(max_bytes);
+    parser.body_limit(config.max_request_bytes);
     beast::error_code ec;
-    http::read(socket, buffer, parser, ec);
-    const bool stay = mark_busy(fd, true);
-    if (ec) {
-      if (auto reply = read_failure(ec, max_bytes)) {
+    http::read_header(stream, buffer, parser, ec);
+    // a request that could not be read to its end: its refusal said (if it has one), then closed
+    const auto unread = [&](unsigned version) {
+      if (auto reply = read_failure(ec, config.max_request_bytes)) {
         gateway_.metrics().refusal(reply->refusal, routes.tenant_of(parser.get()).value_or(""));
-        http::write(socket, to_response(std::move(*reply), 11, false), ec);
+        write_reply(stream, fd, std::move(*reply), version, false);
       }
-      return;
+    };
+    if (ec) return unread(11);
+    const auto version = parser.get().version();
+    if (const auto tenant = routes.tenant_of(parser.get())) {
+      const auto promoted = budget_.promote(fd, *tenant);
+      if (promoted == ConnectionBudget::Promotion::Evicted) return;
+      if (promoted != ConnectionBudget::Promotion::Ok) {
+        const bool all = promoted == ConnectionBudget::Promotion::Full;
+        gateway_.metrics().refusal("too_many_connections", *tenant);
+        write_reply(stream, fd,
+                    error_reply(503, "too_many_connections",
+                                all ? "the gateway is at its connection limit"
+                                    : "the tenant is at its connection limit (max_connections_per_tenant)"),
+                    version, false);
+        return;
+      }
     }
+    // A stranger's body is never read: the head decides its reply, then the connection closes.
+    const bool stranger = !budget_.authenticated(fd);
+    bool keep_alive = !parser.is_done() ? !stranger : true;
+    std::optional<ByteBudget::Held> held;
+    if (!parser.is_done() && !stranger) {
+      held = bodies_.acquire(parser.content_length().value_or(config.max_request_bytes),
+                             std::chrono::steady_clock::now() + config.body_timeout);
+      if (!held) {
+        write_reply(stream, fd, error_reply(503, "busy", "the gateway holds its most request bytes: retry"), version,
+                    false);
+        return;
+      }
+      if (!budget_.enter(fd, Phase::Body)) return;
+      http::read(stream, buffer, parser, ec);
+      if (ec) return unread(version);
+    }
+    if (!budget_.enter(fd, Phase::Handling)) return;
     const auto& request = parser.get();
-    const bool keep_alive = stay && request.keep_alive();
-    http::write(socket, to_response(routes.handle(request), request.version(), keep_alive), ec);
-    if (ec || !keep_alive || !mark_busy(fd, false)) return;
+    Reply reply = routes.handle(request);
+    if (held) {
+      held.reset();
+      // a large body's memory goes back to the system, not to this thread's malloc arena
+      if (parser.get().body().size() >= kTrimAfterBytes) ::malloc_trim(0);
+    }
+    keep_alive = keep_alive && request.keep_alive() && !stopping_ && reply.status != 401;
+    if (!write_reply(stream, fd, std::move(reply), request.version(), keep_alive)) return;
   }
 }
 
-bool Server::mark_busy(int fd, bool busy) {
-  std::lock_guard lock(connections_mutex_);
-  auto& c = connections_[fd];
-  c.busy = busy;
-  if (!busy) c.deadline = std::chrono::steady_clock::now() + gateway_.config().idle_timeout;
-  return !stopping_;
-}
-
-void Server::forget(int fd) {
-  std::lock_guard lock(connections_mutex_);
-  connections_.erase(fd);
-  if (connections_.empty()) all_closed_.notify_all();
-}
-
 void Server::stop() {
-  std::lock_guard lock(connections_mutex_);
+  std::lock_guard lock(stop_mutex_);
   stopping_ = true;
   ::shutdown(acceptor_.native_handle(), SHUT_RDWR);  // wakes accept()
-  for (const auto& [fd, c] : connections_)
-    if (!c.busy) ::shutdown(fd, SHUT_RD);  // idle keep-alive: its read ends, the thread closes it
+  budget_.stop();
   stopped_.notify_all();
 }
 
 bool Server::wait_idle(std::chrono::seconds timeout) {
-  std::unique_lock lock(connections_mutex_);
-  return all_closed_.wait_for(lock, timeout, [this] { return connections_.empty(); });
+  std::unique_lock lock(stop_mutex_);
+  return all_closed_.wait_for(lock, timeout, [this] { return budget_.empty(); });
 }
 
 }  // namespace kj::gateway

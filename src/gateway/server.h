@@ -1,10 +1,12 @@
 // kjudge-gateway's HTTP/1.1 listener (Boost.Beast, synchronous): one thread per connection
-// (keep-alive; a long-poll holds only its own thread and Redis connection), at most
-// max_connections at once (more get 503). A connection must deliver each whole request within
-// idle_timeout of the last reply (or of connecting), else the reaper thread shuts it down (idle
-// keep-alives and slow senders alike). stop() ends accepting, closes idle connections and
-// lets requests in flight finish; wait_idle() waits for them. With [gateway] tls_cert and tls_key,
-// every connection is TLS (OpenSSL through Asio).
+// (keep-alive; a long-poll holds only its own thread and Redis connection). Who may hold a
+// connection and for how long is the ConnectionBudget's (gateway/connection_budget.h): pending
+// (not yet authenticated) ones have their own smaller budget, every phase but handling has a
+// deadline, and a reaper thread shuts down connections past theirs. A stranger's request is
+// answered from its head alone (its body is never read) and its connection closed after a 401.
+// stop() ends accepting, closes connections waiting for a request and lets requests in flight
+// finish; wait_idle() waits for them. With [gateway] tls_cert and tls_key, every connection is
+// TLS (OpenSSL through Asio).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -14,11 +16,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <map>
 #include <mutex>
 #include <optional>
 
+#include "gateway/byte_budget.h"
+#include "gateway/connection_budget.h"
 #include "gateway/gateway.h"
+#include "gateway/reply.h"
 
 namespace kj::gateway {
 
@@ -32,27 +36,22 @@ class Server {
   bool wait_idle(std::chrono::seconds timeout);  // true when every connection has closed
 
  private:
-  void serve(boost::asio::ip::tcp::socket socket);
+  void serve(boost::asio::ip::tcp::socket socket, std::string address);
   template <typename Stream>
-  void serve_requests(Stream& stream, int fd);
-  void refuse_busy(boost::asio::ip::tcp::socket& socket);
-  // A connection between requests may be shut down by stop(); one in a request may not.
-  bool mark_busy(int fd, bool busy);  // false once stopping (the connection then closes)
-  void forget(int fd);
-  void reap_idle();  // the reaper thread's loop, until stop()
+  void serve_requests(Stream& stream, int fd, const std::string& address);
+  template <typename Stream>
+  bool write_reply(Stream& stream, int fd, Reply reply, unsigned version, bool keep_alive);
+  void reap();  // the reaper thread's loop, until stop()
 
   Gateway& gateway_;
   boost::asio::io_context ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::optional<boost::asio::ssl::context> tls_;
   std::atomic<bool> stopping_{false};
-  struct Connection {
-    bool busy = false;                               // a request is being handled
-    std::chrono::steady_clock::time_point deadline;  // not busy: its next request must be in by then
-  };
-  std::mutex connections_mutex_;
+  ConnectionBudget budget_;
+  ByteBudget bodies_;
+  std::mutex stop_mutex_;
   std::condition_variable all_closed_, stopped_;
-  std::map<int, Connection> connections_;  // by fd
 };
 
 }  // namespace kj::gateway

@@ -26,6 +26,7 @@ class Submission {
     nlohmann::json accepted = nlohmann::json::array();
     std::size_t fresh = 0;  // not duplicates
   };
+  BodyLimits body_limits(const std::string& tenant) const;
   // Admits and writes every job; the error reply when not all of them are in Redis.
   std::optional<Reply> admit_and_write(const std::string& tenant, const std::vector<kjudge::v1::Job>& jobs,
                                        std::uint32_t expected, Written& written);

@@ -1,5 +1,7 @@
 #include "gateway/tokens.h"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include <mutex>
@@ -94,10 +96,16 @@ std::size_t TokenTable::size() const {
   return tenant_by_hash_.size();
 }
 
+// RFC 9110 §11.1: the scheme is case-insensitive and 1*SP separates it from the token.
 std::string_view bearer_token(std::string_view authorization) {
-  constexpr std::string_view prefix = "Bearer ";
-  if (!authorization.starts_with(prefix)) return {};
-  return authorization.substr(prefix.size());
+  constexpr std::string_view scheme = "bearer";
+  if (authorization.size() <= scheme.size() || authorization[scheme.size()] != ' ') return {};
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != scheme[i]) return {};
+  auto token = authorization.substr(scheme.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+  return token;
 }
 
 }  // namespace kj::gateway

@@ -63,3 +63,27 @@ def test_dev_mode_with_job_cgroups_probes_and_starts(tmp_path):
         if proc.poll() is None:
             proc.kill()
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_eval_removes_the_job_cgroups_a_killed_eval_left(tmp_path):
+    """An eval killed by a signal ends without removing its idle job cgroups (issue 55: `kjudge
+    eval` left empty ones behind); the next eval removes those of processes that no longer run,
+    and its own before it exits."""
+    own = [line.split(":", 2)[2].strip() for line in open("/proc/self/cgroup") if line.split(":")[1] == "pids"][0]
+    base = Path("/sys/fs/cgroup/pids") / own.lstrip("/")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = base / f"kjsbx-{dead.pid}-1"
+    stale.mkdir()
+    try:
+        examples = ROOT / "examples/native/cpp/vector_add"
+        p = subprocess.Popen([str(BIN / "kjudge"), "eval", "--task", str(examples / "task.json"),
+                              "--candidate", str(examples / "compile_error.cpp")],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 10, out[-2000:]  # the compile error, judged
+        assert not stale.exists()
+        assert not list(base.glob(f"kjsbx-{p.pid}-*")), "the eval left its own job cgroups"
+    finally:
+        if stale.exists():
+            stale.rmdir()
