@@ -145,6 +145,12 @@ void apply_build(const toml::table& b, BuildConfig& c) {
   std::int64_t ttl = c.artifact_ttl.count(), lease = c.lease.count(), alive = c.builder_ttl.count(), local = c.local_max,
                scan = static_cast<std::int64_t>(c.scan_max), concurrency = c.concurrency;
   take_bounded(b, "build", "artifact_ttl_s", ttl, 1, 30 * 24 * 3600, "seconds");
+  take_path(b, "artifact_dir", c.artifact_dir);
+  if (!c.artifact_dir.empty() && !c.artifact_dir.is_absolute())
+    throw std::runtime_error("build.artifact_dir must be an absolute path, not \"" + c.artifact_dir.string() + "\"");
+  std::int64_t file_ttl = c.artifact_file_ttl.count();
+  take_bounded(b, "build", "artifact_file_ttl_s", file_ttl, 60, 365ll * 24 * 3600, "seconds");
+  c.artifact_file_ttl = std::chrono::seconds(file_ttl);
   take_bounded(b, "build", "lease_ms", lease, 100, 3'600'000, "milliseconds");
   take_bounded(b, "build", "builder_ttl_ms", alive, 1000, 3'600'000, "milliseconds");
   take_bounded(b, "build", "local_max", local, -1, 1024, "a build count");

@@ -137,7 +137,11 @@ struct BuildConfig {
   // is making) instead of compiling, and publishes its own. A build node always shares.
   bool shared = false;
   std::uint64_t artifact_max_bytes = 64ull << 20;  // larger builds are not shared (built where judged)
-  std::chrono::seconds artifact_ttl{6 * 3600};     // artifacts expire from Redis after this
+  std::chrono::seconds artifact_ttl{6 * 3600};     // artifacts (or, with artifact_dir, their markers) expire from Redis after this
+  // Artifacts as files on this shared mount (buildfarm/file_artifact_store.h); Redis then holds a
+  // ~80-byte marker per build. Empty: the artifact itself is stored in Redis.
+  std::filesystem::path artifact_dir;
+  std::chrono::seconds artifact_file_ttl{24 * 3600};  // the elected housekeeper removes files older than this
   std::chrono::milliseconds lease{30'000};         // a build lease not renewed this long is free again
   std::chrono::milliseconds builder_ttl{15'000};   // a build node counts as alive this long after its heartbeat
   // A judging node's concurrent local builds while a build node is alive; past it, its jobs wait for
