@@ -150,9 +150,12 @@ void Queue::Impl::refresh_tenants(bool force) {
   }
   std::sort(fresh.begin(), fresh.end());
   // Groups are made for tenants not seen before only (docs/capacity-plan.md step 3: 3 commands
-  // per tenant every 0.5 s on every node otherwise); a known tenant's groups exist.
+  // per tenant every 0.5 s on every node otherwise); a forced read (after NOGROUP: a stream
+  // deleted and made again behind kj_submit's back) makes them for every tenant.
+  const bool regroup = force || !tenants_read;  // reset after a NOGROUP or WRONGTYPE reply
   std::vector<std::string> known, unseen;
-  for (auto& t : fresh) (std::binary_search(tenants.begin(), tenants.end(), t) ? known : unseen).push_back(std::move(t));
+  for (auto& t : fresh)
+    (!regroup && std::binary_search(tenants.begin(), tenants.end(), t) ? known : unseen).push_back(std::move(t));
   if (!unseen.empty()) {
     std::vector<std::vector<std::string>> cmds;
     for (const auto& t : unseen)
