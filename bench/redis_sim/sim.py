@@ -25,6 +25,17 @@ keys, arguments, periods and pipelining as the C++ and Python code:
                the claim (STRLEN, kj_build_lease acquire), the build (a sleep), publish (SET art
                PX ttl of an artifact-sized value), kj_build_lease release
 
+--plan (docs/capacity-plan.md steps 1-3, as built): artifacts are files of a content-addressed store
+(a directory: temp file, rename; read back and SHA-256 checked) and art:<key> a ~80-byte marker
+(judging slot: GET marker, then the file; build node: file, then SET marker); job markers and
+results with the 1 h TTLs; build nodes read build requests (kj_submit writes them once
+kj:{p0}:config build_requests = 1) with XREADGROUP on their group, XRANGE of the job entry,
+EXISTS result/cancel, EXISTS art+lease, then the claim, and XACK; their heartbeat reads
+kj:{p0}:archs (HGETALL) instead of SCAN + GET of every heartbeat; judging nodes HSET their
+architecture there, make groups for new tenants only, and leave promote, trim and the reaper's scan
+to one elected node (kj_housekeeper hold, XPENDING IDLE per lane, kj:{p0}:reapable); every node's
+reaper reads that hash (HGETALL) instead of XAUTOCLAIM per tenant lane.
+
 Jobs are trivial (no sandbox, no GPU); their sizes are real ones: payload, result and artifact
 bytes are options (defaults measured, see docs/capacity-plan.md). The report: achieved jobs/s and
 Redis ops/s, client-side p50/p99 per operation, Redis CPU (INFO cpu and /proc), commandstats,
@@ -62,6 +73,10 @@ def k_jobs(t, lane=0):
 
 def k(kind, *rest):
     return ":".join(["kj", TAG, kind] + list(rest))
+
+
+def k_breq(t, lane=0):
+    return "kj:%s:breq:%s%s" % (TAG, t, ":high" if lane > 0 else ":low" if lane < 0 else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,6 +215,31 @@ def content_key(job_id):
     return hashlib.sha256(job_id.encode()).hexdigest()
 
 
+def write_file(store, value, digest):
+    """FileArtifactStore::put: a temp file in the digest's directory, renamed over the name (no
+    fsync here: the sim measures Redis, and the box's disk is shared). -> the marker."""
+    d = os.path.join(store, digest[:2])
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, ".tmp-%s-%d-%d" % (digest, os.getpid(), random.getrandbits(32)))
+    with open(tmp, "wb") as f:
+        f.write(value)
+    os.rename(tmp, os.path.join(d, digest))
+    return "kjref1 %s %d" % (digest, len(value))
+
+
+def read_file(store, marker):
+    """FileArtifactStore::get: the file the marker names, its size and SHA-256 checked; None: a miss."""
+    _, digest, size = marker.decode().split()
+    try:
+        with open(os.path.join(store, digest[:2], digest), "rb") as f:
+            v = f.read()
+    except OSError:
+        return None
+    if len(v) != int(size) or hashlib.sha256(v).hexdigest() != digest:
+        return None
+    return v
+
+
 # ---------------------------------------------------------------------------------------------
 # Clients: judge_many per group.
 
@@ -309,6 +349,9 @@ class Node:
         self.slot_free = asyncio.Event()
         self.slot_conns = []
         self.rr = 0
+        self.housekeeper = False  # plan: this node competes for the housekeeper lease
+        self.hk = {"hold": 0.0, "promote": 0.0, "trim": time.monotonic() + 10, "reap": 0.0, "archs": 0.0}
+        self.token = 0
 
     async def start(self):
         self.loop_c = await Conn.open(self.sock)
@@ -332,6 +375,8 @@ class Node:
 
     async def _hb(self, c, info):
         await c.call("SET", k("node", self.name), info, "EX", 15)
+        if self.a.plan:  # the architecture in one hash (build nodes read it instead of every heartbeat)
+            await c.call("HSET", k("archs"), self.name, "%d 9.0" % (wall_ms() + 15000))
         await c.call("EXISTS", k("drain", self.name))
         await c.call("EXISTS", k("gpuclear", self.name))
 
@@ -361,9 +406,10 @@ class Node:
             return
         c = self.fetch_c
         fresh = sorted(x.decode() for x in await timed(self.st, "node.smembers", c.call("SMEMBERS", k("tenants"))))
-        if fresh:
+        new = [t for t in fresh if t not in self.tenants] if self.a.plan else fresh  # plan: new tenants only
+        if new:
             await timed(self.st, "node.xgroup_create", c.pipeline(
-                [("XGROUP", "CREATE", k_jobs(t, l), GROUP, "0", "MKSTREAM") for t in fresh for l in LANES]))
+                [("XGROUP", "CREATE", k_jobs(t, l), GROUP, "0", "MKSTREAM") for t in new for l in LANES]))
         self.tenants = fresh
         self.tenants_read = time.monotonic()
 
@@ -377,22 +423,28 @@ class Node:
                 await timed(st, "node.caps", c.call("HGETALL", k("caps")))
                 next_caps = now + 1
             free = self.slots - self.busy
+            if self.a.plan and self.housekeeper:
+                await self.housekeeping(c)
             if now >= next_reap:
                 if free > 0:
                     await self.refresh_tenants()
-                    for t in self.tenants:
+                    where = self.tenants
+                    if self.a.plan:  # only where the housekeeper found idle entries
+                        r = await timed(st, "node.hgetall_reapable", c.call("HGETALL", k("reapable")))
+                        where = [x.decode() for x in r[::2] if x != b"~"] if r else self.tenants
+                    for t in where:
                         for lane in LANES:
                             r = await timed(st, "node.xautoclaim", c.call(
                                 "XAUTOCLAIM", k_jobs(t, lane), GROUP, self.name, 30000, "0-0", "COUNT", free))
                             if r and r[1]:
                                 st.inc("reaper.claimed", len(r[1]))
                 next_reap = now + 1
-            if now >= next_promote:
+            if now >= next_promote and not self.a.plan:
                 await self.refresh_tenants()
                 if self.tenants:
                     await timed(st, "node.promote_zcard", c.pipeline([("ZCARD", k("delayed", t)) for t in self.tenants]))
                 next_promote = now + 0.25
-            if now >= next_trim:
+            if now >= next_trim and not self.a.plan:
                 await self.refresh_tenants()
                 for t in self.tenants:
                     for lane in LANES:
@@ -441,6 +493,36 @@ class Node:
                     for e in s[1]:
                         self.take(t, lane, e)
 
+    async def housekeeping(self, c):
+        """The elected housekeeper (src/daemon/housekeeper.cpp): hold the lease every 10/3 s; while
+        holding, promote 4/s, kj_trim fenced every 10 s, the reaper's scan 1/s, archs prune every 10 s."""
+        st, now, hk = self.st, time.monotonic(), self.hk
+        if now >= hk["hold"]:
+            self.token = await timed(st, "hk.hold", c.call("FCALL", "kj_housekeeper", 2, k("housekeeper"),
+                                                           k("housekeeper", "epoch"), "hold", self.name, 10000))
+            hk["hold"] = now + 10 / 3
+        if not self.token:
+            return
+        await self.refresh_tenants()
+        if now >= hk["promote"] and self.tenants:
+            await timed(st, "hk.promote_zcard", c.pipeline([("ZCARD", k("delayed", t)) for t in self.tenants]))
+            hk["promote"] = now + 0.25
+        if now >= hk["trim"]:
+            for t in self.tenants:
+                for lane in LANES:
+                    await timed(st, "hk.kj_trim", c.call("FCALL", "kj_trim", 1, k_jobs(t, lane), k("housekeeper"), self.token))
+            hk["trim"] = now + 10
+        if now >= hk["reap"] and self.tenants:
+            r = await timed(st, "hk.xpending_idle", c.pipeline(
+                [("XPENDING", k_jobs(t, l), GROUP, "IDLE", 30000, "-", "+", 1) for t in self.tenants for l in LANES]))
+            idle = sorted({self.tenants[i // len(LANES)] for i, x in enumerate(r) if x and not isinstance(x, RedisError)})
+            await c.pipeline([("DEL", k("reapable")), ("HSET", k("reapable"), "~", wall_ms(), *[y for t in idle for y in (t, 1)]),
+                              ("PEXPIRE", k("reapable"), 3000)])
+            hk["reap"] = now + 1
+        if now >= hk["archs"]:
+            await timed(st, "hk.archs", c.call("HGETALL", k("archs")))
+            hk["archs"] = now + 10
+
     def take(self, tenant, lane, entry):
         eid, fields = entry[0].decode(), entry[1]
         f = {fields[i]: fields[i + 1] for i in range(0, len(fields), 2)}
@@ -459,7 +541,16 @@ class Node:
                 art = k("art", content_key(jid))
                 t0 = time.perf_counter()
                 while True:
-                    n = await timed(st, "slot.art_strlen", c.call("STRLEN", art))
+                    if a.plan:  # a marker, then the file, verified
+                        m = await timed(st, "slot.marker_get", c.call("GET", art))
+                        v = m and read_file(a.store, m)
+                        if v is not None:
+                            st.inc("art.fetched")
+                            st.inc("art.bytes_fetched_file", len(v))
+                            break
+                        n = None
+                    else:
+                        n = await timed(st, "slot.art_strlen", c.call("STRLEN", art))
                     if n:
                         v = await timed(st, "slot.art_get", c.call("GET", art))
                         st.inc("art.fetched")
@@ -511,7 +602,10 @@ class BuildNode:
     async def start(self):
         self.c = await Conn.open(self.sock)
         self.hb_c = await Conn.open(self.sock)
-        return [asyncio.ensure_future(x) for x in (self.loop(), self.heartbeat(), self.renew())]
+        if self.a.plan:
+            await self.c.call("HSET", k("config"), "build_requests", 1)  # kj_submit writes requests from now on
+        loop = self.logged(self.requests_loop() if self.a.plan else self.loop())
+        return [asyncio.ensure_future(x) for x in (loop, self.heartbeat(), self.renew())]
 
     async def heartbeat(self):
         c, st = self.hb_c, self.st
@@ -523,6 +617,13 @@ class BuildNode:
             now = wall_ms()
             await c.call("ZADD", k("builders"), now + 15000, self.name)
             await c.call("ZREMRANGEBYSCORE", k("builders"), "-inf", now)
+            if self.a.plan:  # the architectures from one small hash
+                await c.call("HSET", k("config"), "build_requests", 1)
+                await c.call("HGETALL", k("archs"))
+                await c.call("EXISTS", k("drain", self.name))
+                st.add("build.heartbeat(archs hash)", (time.perf_counter() - t0) * 1000)
+                await asyncio.sleep(2)
+                continue
             keys, cursor = set(), b"0"
             while True:  # q.nodes(): every node's heartbeat, for the CUDA architectures
                 cursor, batch = await c.call("SCAN", cursor, "MATCH", k("node", "") + "*", "COUNT", 1000)
@@ -585,6 +686,89 @@ class BuildNode:
             if started == 0:
                 next_scan = time.monotonic() + 0.5
 
+    async def logged(self, coro):
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            self.st.inc("build.loop_failed")
+            print("build loop failed", repr(e), file=sys.stderr)
+
+    async def requests_loop(self):
+        """BuildNode::dispatch with build requests (src/buildfarm/build_node.cpp, build_work.cpp)."""
+        c, st = self.c, self.st
+        groups = set()
+        backlog = []
+        while self.alive():
+            await asyncio.sleep(0.2)
+            free = self.slots - len(self.running)
+            if free <= 0:
+                continue
+            if time.monotonic() - self.tenants_read > 0.5:
+                self.tenants = sorted(x.decode() for x in await c.call("SMEMBERS", k("tenants")))
+                self.tenants_read = time.monotonic()
+            new = [t for t in self.tenants if t not in groups]
+            if new:
+                await c.pipeline([("XGROUP", "CREATE", k_breq(t, l), "kjbuild", "0", "MKSTREAM") for t in new for l in LANES])
+                groups.update(new)
+            streams = [k_breq(t, l) for t in self.tenants for l in LANES]
+            if not streams or len(backlog) >= free + len(streams):
+                continue
+            count = max(1, free - len(backlog))
+            block = ("BLOCK", 1000) if not self.running and not backlog else ()
+            r = await timed(st, "build.xreadgroup", c.call("XREADGROUP", "GROUP", "kjbuild", self.name, "COUNT", count,
+                                                            *block, "STREAMS", *streams, *([">"] * len(streams))))
+            reqs = []
+            for sname, entries in r or []:
+                parts = sname.decode().split(":")
+                t, lane = parts[3], 1 if sname.endswith(b":high") else -1 if sname.endswith(b":low") else 0
+                for rid, fields in entries:
+                    reqs.append((sname, rid, t, lane, fields[1] if fields and len(fields) > 1 else b"0-0"))
+            if not reqs:
+                continue
+            st.inc("build.requests_read", len(reqs))
+            jobs = await timed(st, "build.xrange_entries", c.pipeline(
+                [("XRANGE", k_jobs(t, lane), e, e) for _s, _r, t, lane, e in reqs]), len(reqs))
+            settled = []
+            for (sname, rid, t, lane, e), j in zip(reqs, jobs):
+                if not j or isinstance(j, RedisError):
+                    settled.append((sname, rid))
+                    continue
+                f = {j[0][1][i]: j[0][1][i + 1] for i in range(0, len(j[0][1]), 2)}
+                if f.get(b"job", b"N")[:1] != b"A":  # not a KernelBench-format job
+                    settled.append((sname, rid))
+                    continue
+                jid = f[b"id"].decode()
+                done = await timed(st, "build.exists_result", c.call("EXISTS", k("result", t, jid)))
+                canc = await timed(st, "build.exists_cancel", c.call("EXISTS", k("cancel", t, jid)))
+                key = content_key(jid)
+                if done or canc or await self.taken(key):
+                    settled.append((sname, rid))
+                    continue
+                backlog.append((t, jid, key, sname, rid))
+            if settled:
+                await timed(st, "build.xack", c.pipeline([("XACK", sn, "kjbuild", rid) for sn, rid in settled]))
+            keep = []
+            for t, jid, key, sname, rid in backlog:
+                if free <= 0 or key in self.running:
+                    keep.append((t, jid, key, sname, rid))
+                    continue
+                # build_unwanted, then the claim: the marker (fetch), kj_build_lease acquire
+                await timed(st, "build.exists_result", c.call("EXISTS", k("result", t, jid)))
+                await timed(st, "build.exists_cancel", c.call("EXISTS", k("cancel", t, jid)))
+                await timed(st, "build.marker_get", c.call("GET", k("art", key)))
+                got = await timed(st, "build.kj_build_lease_acquire", c.call(
+                    "FCALL", "kj_build_lease", 4, k("blease", key), k("building", t), k("caps"), k("art", key),
+                    "acquire", self.owner, 30000, t, "1"))
+                if got != b"ok":
+                    await timed(st, "build.xack", c.call("XACK", sname, "kjbuild", rid))
+                    continue
+                self.running[key] = t
+                free -= 1
+                asyncio.ensure_future(self.build(t, key, (sname, rid)))
+            backlog = keep
+
     async def find(self, t, lane):
         c, st, a = self.c, self.st, self.a
         key = k_jobs(t, lane)
@@ -630,16 +814,24 @@ class BuildNode:
             self.known.clear()
         return out
 
-    async def build(self, t, key):
+    async def build(self, t, key, request=None):
         st, a = self.st, self.a
         c = self.pool.pop() if self.pool else await Conn.open(self.sock)
         try:
             await asyncio.sleep(a.build_s)
-            await timed(st, "build.art_set", c.call("SET", k("art", key), self.value, "PX", a.artifact_ttl * 1000))
+            if a.plan:  # the file first, then the marker
+                value = self.value + key.encode()
+                marker = write_file(a.store, value, hashlib.sha256(value).hexdigest())
+                await timed(st, "build.marker_set", c.call("SET", k("art", key), marker, "PX", a.artifact_ttl * 1000))
+                st.inc("art.bytes_published_file", len(value))
+            else:
+                await timed(st, "build.art_set", c.call("SET", k("art", key), self.value, "PX", a.artifact_ttl * 1000))
+                st.inc("art.bytes_published", len(self.value))
             st.inc("art.published")
-            st.inc("art.bytes_published", len(self.value))
             await timed(st, "build.kj_build_lease_release", c.call(
                 "FCALL", "kj_build_lease", 3, k("blease", key), k("building", t), k("caps"), "release", self.owner, 1, t))
+            if request:
+                await timed(st, "build.xack", c.call("XACK", request[0], "kjbuild", request[1]))
         except Exception as e:  # noqa: BLE001
             st.inc("build.error")
             print("build error", e, file=sys.stderr)
@@ -649,6 +841,21 @@ class BuildNode:
 
 
 # ---------------------------------------------------------------------------------------------
+
+async def prune_files(store, ttl, stop_at):
+    """The housekeeper's prune of the file store (artifact_file_ttl_s), at the sim's short TTL."""
+    while time.monotonic() < stop_at:
+        await asyncio.sleep(1)
+        cutoff = time.time() - ttl
+        for root, _dirs, files in os.walk(store):
+            for f in files:
+                p = os.path.join(root, f)
+                try:
+                    if os.stat(p).st_mtime < cutoff:
+                        os.unlink(p)
+                except OSError:
+                    pass
+
 
 def child(role, idx, a, sock, t_measure, stop_wall, q):
     random.seed(idx * 7919 + hash(role))
@@ -672,12 +879,16 @@ def child(role, idx, a, sock, t_measure, stop_wall, q):
         elif role == "nodes":
             names = ["gpu-node-%03d" % i for i in range(a.nodes) if i % a.node_procs == idx]
             for n in names:
-                tasks += await Node(a, n, sock, st, stop_at).start()
+                node = Node(a, n, sock, st, stop_at)
+                node.housekeeper = True  # every kjudged asks for the lease; the holder works
+                tasks += await node.start()
         elif role == "build":
             value = b"kjart1\n" + os.urandom(a.artifact_bytes - 7)
             names = ["build-node-%03d" % i for i in range(a.build_nodes)]
             for n in names:
                 tasks += await BuildNode(a, n, sock, st, stop_at, value).start()
+            if a.plan:
+                tasks.append(asyncio.ensure_future(prune_files(a.store, a.artifact_ttl, stop_at)))
         await asyncio.sleep(max(0, stop_at - time.monotonic()))
         st.on = False
         st.count["sent." + role] = Conn.sent - sent0[0]
@@ -741,6 +952,8 @@ def main():
     ap.add_argument("--duration", type=float, default=30)
     ap.add_argument("--io-threads", type=int, default=1, help="redis io-threads (1: none)")
     ap.add_argument("--json", help="append the row as JSON to this file")
+    ap.add_argument("--plan", action="store_true",
+                    help="the capacity plan's steps 1-3 as built: file store, 1 h TTLs, build requests, housekeeper")
     a = ap.parse_args()
     a.gpus = a.gpus or max(a.slots_per_node, int(round(a.rate)))
     a.nodes = math.ceil(a.gpus / a.slots_per_node)
@@ -749,6 +962,10 @@ def main():
         a.build_nodes = 8
 
     d = tempfile.mkdtemp(prefix="kjsim.", dir="/tmp")
+    a.store = os.path.join(d, "artifacts")
+    if a.plan:
+        os.makedirs(a.store)
+        a.result_ttl = min(a.result_ttl, 3600)
     sock = os.path.join(d, "redis.sock")
     rs = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
                            "--dir", d, "--logfile", os.path.join(d, "redis.log"), "--maxclients", "20000",
@@ -764,7 +981,7 @@ def main():
         s.connect(sock)
         s.sendall(encode(("FUNCTION", "LOAD", "REPLACE", code)))
         assert s.recv(100).startswith(b"$6\r\nkjudge"), "FUNCTION LOAD failed"
-        s.sendall(encode(("HSET", k("config"), "max_job_bytes", 8 << 20)))  # as kjudged at start
+        s.sendall(encode(("HSET", k("config"), "max_job_bytes", 8 << 20, "marker_ttl_s", 3600 if a.plan else 604800)))  # as kjudged at start
         s.recv(100)
         s.close()
 
@@ -837,7 +1054,7 @@ def main():
         done = c.get("jobs.completed", 0)
         res = {
             "rate_target": a.rate, "gpus": a.gpus, "nodes": a.nodes, "build_nodes": a.build_nodes,
-            "tenants": a.tenants, "group": a.group, "artifact_share": a.artifact_share,
+            "plan": a.plan, "tenants": a.tenants, "group": a.group, "artifact_share": a.artifact_share,
             "artifact_bytes": a.artifact_bytes, "payload_bytes": a.payload_bytes, "result_bytes": a.result_bytes,
             "seconds": round(el, 1),
             "jobs_submitted_per_s": round(c.get("jobs.submitted", 0) / el, 1),

@@ -142,3 +142,18 @@ def building(partition: int, tenant: str) -> str:
 def builders(partition: int) -> str:
     """Zset of live build nodes: node -> expiry ms."""
     return _prefix(partition) + "builders"
+
+
+def build_requests(partition: int, tenant: str, lane: int = 0) -> str:
+    """A tenant lane's build requests (entry ids of KernelBench jobs), read by build nodes' group kjbuild."""
+    return _prefix(partition) + "breq:" + tenant + (":high" if lane > 0 else ":low" if lane < 0 else "")
+
+
+def archs(partition: int) -> str:
+    """Hash judging node -> "<expiry ms> <TORCH_CUDA_ARCH_LIST>" its CUDA builds target."""
+    return _prefix(partition) + "archs"
+
+
+def housekeeper(partition: int) -> str:
+    """The elected housekeeper's lease: "<owner> <token>", PX."""
+    return _prefix(partition) + "housekeeper"

@@ -12,11 +12,13 @@
 -- Optional trailing KEYS may be passed as '' (empty string) when they do not apply.
 
 local GROUP = 'kjudged'                  -- the consumer group of every jobs stream
-local MARKER_TTL_S = 7 * 24 * 3600        -- how long a job id stays deduplicated (and batch counters live)
+local MARKER_TTL_S = 7 * 24 * 3600        -- how long batch counters live, and job ids stay deduplicated
+                                          -- until a daemon publishes marker_ttl_s (kj:{pN}:config)
 local DONE_MAXLEN = '100000'              -- completion events are notifications; results live in their own keys
 local DEAD_MAXLEN = '100000'              -- dead letters kept for inspection
 local DEAD_PAYLOAD_MAX = 64 * 1024        -- bytes of a dead letter's job payload kept; longer ones are cut
 local DEFAULT_MAX_JOB_BYTES = 8 * 1024 * 1024  -- kj_submit's limit until a daemon publishes its own
+local BREQ_MAXLEN = '100000'              -- build requests are hints: past this, the oldest go (judging nodes build)
 
 local function check(ok, message)
   if not ok then error(redis.error_reply('ERR kjudge: ' .. message)) end
@@ -43,12 +45,34 @@ local function daemon_only(key, name)
   check(redis.acl_check_cmd('XACK', key, GROUP, '0-1'), name .. ' is for kjudged and operators, not tenant users')
 end
 
--- The partition's config hash (kj:{pN}:config, written by kjudged at start): kj_submit's payload limit.
-local function max_job_bytes(stream_key)
+-- The partition's config hash (kj:{pN}:config, written by kjudged at start): kj_submit's payload
+-- limit and job marker TTL ([limits] max_job_bytes, [queue] marker_ttl_s).
+local function config_of(stream_key)
   local tag = string.match(stream_key, '^kj:({p%d+}):')
   check(tag ~= nil, 'jobs stream name must start with kj:{pN}:')
-  local v = tonumber(redis.call('HGET', 'kj:' .. tag .. ':config', 'max_job_bytes') or '')
-  return v or DEFAULT_MAX_JOB_BYTES
+  local key = 'kj:' .. tag .. ':config'
+  local marker_ttl = tonumber(redis.call('HGET', key, 'marker_ttl_s') or '')
+  if marker_ttl == nil or marker_ttl < 1 then marker_ttl = MARKER_TTL_S end
+  return {max_job_bytes = tonumber(redis.call('HGET', key, 'max_job_bytes') or '') or DEFAULT_MAX_JOB_BYTES,
+          marker_ttl = math.floor(marker_ttl),
+          build_requests = redis.call('HGET', key, 'build_requests') == '1'}
+end
+
+-- A build request for a job just queued on `stream` (kj:{pN}:jobs:<tenant>[:high|:low]): the entry id
+-- on the matching kj:{pN}:breq:<tenant>[...] stream, read by build nodes through their own group
+-- (docs/capacity-plan.md step 3). Only while build nodes announced themselves (config build_requests).
+local function request_build(stream, entry_id)
+  local breq, n = string.gsub(stream, '^(kj:{p%d+}):jobs:', '%1:breq:', 1)
+  if n == 1 then redis.call('XADD', breq, 'MAXLEN', '~', BREQ_MAXLEN, '*', 'e', entry_id) end
+end
+
+-- The housekeeper's fence (kj_housekeeper): true when `token` is the current holder's. A node that
+-- lost the lease (paused, partitioned) and still thinks it holds it is refused here.
+local function fence_holds(stream_key, lease_key, token)
+  local tag = string.match(stream_key, '^kj:({p%d+}):')
+  check(tag ~= nil and lease_key == 'kj:' .. tag .. ':housekeeper', 'fence must be kj:{pN}:housekeeper of the same partition')
+  local v = redis.call('GET', lease_key)
+  return v ~= false and string.match(v, ' (%d+)$') == token
 end
 
 -- XGROUP CREATE ... MKSTREAM, tolerating an existing group.
@@ -75,7 +99,7 @@ end
 --   KEYS: jobs-stream job-marker tenants-set                 ARGV: job_id payload tenant
 --   KEYS: jobs-stream job-marker queued-counter [batch-hash]  ARGV: job_id payload tenant tenants-set quotas-hash
 --                                                                   [batch_id [batch_size]]
--- -> {entry_id, duplicate (0|1)}. Idempotent by job id for MARKER_TTL_S. A payload over the partition's
+-- -> {entry_id, duplicate (0|1)}. Idempotent by job id for the marker TTL. A payload over the partition's
 -- max_job_bytes (kj:{pN}:config, set by kjudged; 8 MiB until one has) is refused.
 -- In the second form the shared keys (tenant set, quotas) are named in ARGV, not KEYS: FCALL
 -- needs read-write access to every key in KEYS, and a tenant's ACL user may only read those two.
@@ -97,7 +121,8 @@ local function kj_submit(keys, args)
   check(batch == '' or valid_job_id(batch), 'invalid batch id (want [A-Za-z0-9._:-]{1,128})')
   check(batch == '' or present(batch_key), 'a batch id needs the batch key')
   check(batch_size ~= nil and batch_size >= 0, 'invalid batch size')
-  local limit = max_job_bytes(keys[1])
+  local conf = config_of(keys[1])
+  local limit = conf.max_job_bytes
   check(#payload >= 1 and #payload <= limit, 'job payload is ' .. #payload .. ' bytes, over the ' .. limit ..
         ' byte limit (kjudged [limits] max_job_bytes)')
   if not legacy then
@@ -138,7 +163,8 @@ local function kj_submit(keys, args)
   else
     entry_id = redis.call('XADD', keys[1], '*', 'id', job_id, 'job', payload)
   end
-  redis.call('SET', keys[2], entry_id, 'EX', MARKER_TTL_S)
+  if conf.build_requests then request_build(keys[1], entry_id) end
+  redis.call('SET', keys[2], entry_id, 'EX', conf.marker_ttl)
   if redis.call('SISMEMBER', tenants_key, tenant) == 0 then redis.call('SADD', tenants_key, tenant) end
   if queued_key then redis.call('INCR', queued_key) end
   return {entry_id, 0}
@@ -281,14 +307,20 @@ local function kj_retry(keys, args)
   return 1
 end
 
--- kj_promote  KEYS: jobs-stream retry-hash delayed-zset [high-stream low-stream]   ARGV: now_ms max
+-- kj_promote  KEYS: jobs-stream retry-hash delayed-zset [high-stream low-stream]
+--             ARGV: now_ms max [housekeeper-key token]
 -- Moves parked jobs that are due back onto the stream of the lane they came from (fields id, job,
 -- attempt[, batch]); without the lane streams, onto jobs-stream. -> how many moved.
+-- With a fence (the elected housekeeper's key and token): refused with FENCED unless it holds.
 local function kj_promote(keys, args)
-  check((#keys == 3 or #keys == 5) and #args == 2, 'kj_promote needs 3 or 5 keys and 2 arguments')
+  check((#keys == 3 or #keys == 5) and (#args == 2 or #args == 4), 'kj_promote needs 3 or 5 keys and 2 or 4 arguments')
   daemon_only(keys[1], 'kj_promote')
   local now, max = tonumber(args[1]), tonumber(args[2])
   check(now ~= nil and max ~= nil and max >= 1, 'invalid arguments')
+  if #args == 4 and not fence_holds(keys[1], args[3], args[4]) then
+    return redis.error_reply('FENCED kjudge: not the housekeeper (token ' .. args[4] .. ')')
+  end
+  local breq = config_of(keys[1]).build_requests
   local due = redis.call('ZRANGEBYSCORE', keys[3], '-inf', now, 'LIMIT', 0, max)
   for _, job_id in ipairs(due) do
     local v = redis.call('HMGET', keys[2], job_id, job_id .. '|attempt', job_id .. '|batch', job_id .. '|lane')
@@ -296,11 +328,13 @@ local function kj_promote(keys, args)
       local stream = keys[1]
       if #keys == 5 and v[4] == '1' then stream = keys[4] elseif #keys == 5 and v[4] == '-1' then stream = keys[5] end
       ensure_group(stream)
+      local id
       if v[3] and v[3] ~= '' then
-        redis.call('XADD', stream, '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0', 'batch', v[3])
+        id = redis.call('XADD', stream, '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0', 'batch', v[3])
       else
-        redis.call('XADD', stream, '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0')
+        id = redis.call('XADD', stream, '*', 'id', job_id, 'job', v[1], 'attempt', v[2] or '0')
       end
+      if breq then request_build(stream, id) end
     end
     redis.call('HDEL', keys[2], job_id, job_id .. '|attempt', job_id .. '|batch', job_id .. '|lane')
     redis.call('ZREM', keys[3], job_id)
@@ -377,12 +411,16 @@ local function kj_fetch(keys, args)
   return out
 end
 
--- kj_trim  KEYS: jobs-stream -> entries removed.
+-- kj_trim  KEYS: jobs-stream  ARGV: [housekeeper-key token] -> entries removed.
 -- Never MAXLEN on a live queue (it drops unacknowledged jobs): trim by MINID below the oldest
 -- pending entry, or, with nothing pending, below the group's last delivered entry.
+-- With a fence: refused with FENCED unless the caller is the elected housekeeper.
 local function kj_trim(keys, args)
-  check(#keys == 1, 'kj_trim needs 1 key')
+  check(#keys == 1 and (#args == 0 or #args == 2), 'kj_trim needs 1 key and 0 or 2 arguments')
   daemon_only(keys[1], 'kj_trim')
+  if #args == 2 and not fence_holds(keys[1], args[1], args[2]) then
+    return redis.error_reply('FENCED kjudge: not the housekeeper (token ' .. args[2] .. ')')
+  end
   if redis.call('EXISTS', keys[1]) == 0 then return 0 end
   local last = last_delivered(keys[1])
   if last == nil or last == '0-0' then return 0 end
@@ -475,7 +513,39 @@ local function kj_build_lease(keys, args)
   return 1
 end
 
+-- kj_housekeeper  KEYS: lease-key epoch-key   ARGV: op owner ttl_ms
+-- One node of the partition runs the shared housekeeping (promote, trim, the reaper's scan, pruning):
+-- the holder of lease-key, "<owner> <token>" with PX ttl_ms. The token (INCR of epoch-key at each new
+-- holder) fences: kj_promote and kj_trim refuse a stale holder's token.
+--   hold    -> the token while `owner` holds the lease after this call (taken when free, else
+--              renewed when it is owner's), 0 when another owner holds it
+--   release -> 1 when `owner` held it (deleted), else 0
+local function kj_housekeeper(keys, args)
+  check(#keys == 2 and #args == 3, 'kj_housekeeper needs 2 keys and 3 arguments')
+  daemon_only(keys[1], 'kj_housekeeper')
+  local op, owner, ttl = args[1], args[2], tonumber(args[3])
+  check(owner ~= '' and not string.find(owner, ' ', 1, true) and ttl ~= nil and ttl >= 1, 'invalid arguments')
+  local v = redis.call('GET', keys[1])
+  local holder, token = nil, nil
+  if v then holder, token = string.match(v, '^(%S+) (%d+)$') end
+  if op == 'release' then
+    if holder ~= owner then return 0 end
+    redis.call('DEL', keys[1])
+    return 1
+  end
+  check(op == 'hold', 'op must be hold or release')
+  if v and holder ~= owner then return 0 end
+  if not v then
+    token = tostring(redis.call('INCR', keys[2]))
+    redis.call('SET', keys[1], owner .. ' ' .. token, 'PX', math.floor(ttl))
+  else
+    redis.call('PEXPIRE', keys[1], math.floor(ttl))
+  end
+  return tonumber(token)
+end
+
 redis.register_function('kj_submit', kj_submit)
+redis.register_function('kj_housekeeper', kj_housekeeper)
 redis.register_function('kj_complete', kj_complete)
 redis.register_function('kj_lease', kj_lease)
 redis.register_function('kj_retry', kj_retry)

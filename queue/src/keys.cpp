@@ -68,6 +68,13 @@ std::string Keys::artifact(int p, const std::string& key) { return prefix(p) + "
 std::string Keys::build_lease(int p, const std::string& key) { return prefix(p) + "blease:" + key; }
 std::string Keys::building(int p, const std::string& tenant) { return prefix(p) + "building:" + tenant; }
 std::string Keys::builders(int p) { return prefix(p) + "builders"; }
+std::string Keys::build_requests(int p, const std::string& tenant, int lane) {
+  return prefix(p) + "breq:" + tenant + (lane > 0 ? ":high" : lane < 0 ? ":low" : "");
+}
+std::string Keys::archs(int p) { return prefix(p) + "archs"; }
+std::string Keys::housekeeper(int p) { return prefix(p) + "housekeeper"; }
+std::string Keys::housekeeper_epoch(int p) { return prefix(p) + "housekeeper:epoch"; }
+std::string Keys::reapable(int p) { return prefix(p) + "reapable"; }
 
 bool valid_tenant(const std::string& tenant) {
   if (tenant.empty() || tenant.size() > 64) return false;

@@ -110,6 +110,7 @@ struct Queue::Impl {
   // Registered tenants (valid names only, sorted) and when they were read.
   std::vector<std::string> tenants;
   std::optional<Clock::time_point> tenants_read;
+  std::set<std::string> build_groups;  // tenants whose build request groups this connection made
 
   void refresh_tenants(bool force);
   Reply fcall(std::vector<std::string> argv);
@@ -164,14 +165,20 @@ void Queue::Impl::refresh_tenants(bool force) {
     if (valid_tenant(t)) fresh.push_back(std::move(t));
   }
   std::sort(fresh.begin(), fresh.end());
-  if (!fresh.empty()) {
+  // Groups are made for tenants not seen before only (docs/capacity-plan.md step 3: 3 commands
+  // per tenant every 0.5 s on every node otherwise); a forced read (after NOGROUP: a stream
+  // deleted and made again behind kj_submit's back) makes them for every tenant.
+  const bool regroup = force || !tenants_read;  // reset after a NOGROUP or WRONGTYPE reply
+  std::vector<std::string> known, unseen;
+  for (auto& t : fresh)
+    (!regroup && std::binary_search(tenants.begin(), tenants.end(), t) ? known : unseen).push_back(std::move(t));
+  if (!unseen.empty()) {
     std::vector<std::vector<std::string>> cmds;
-    for (const auto& t : fresh)
+    for (const auto& t : unseen)
       for (int lane : kLanes) cmds.push_back({"XGROUP", "CREATE", Keys::jobs(partition, t, lane), Keys::kGroup, "0", "MKSTREAM"});
     auto replies = conn.pipeline(cmds);
-    std::vector<std::string> usable;
     const std::size_t lanes = std::size(kLanes);
-    for (std::size_t i = 0; i < fresh.size(); ++i) {
+    for (std::size_t i = 0; i < unseen.size(); ++i) {
       // A key that is not a stream (WRONGTYPE) cannot be read; it must not stop every other
       // tenant's jobs. status() reports it.
       bool ok = true;
@@ -179,10 +186,11 @@ void Queue::Impl::refresh_tenants(bool force) {
         const redisReply* r = replies[i * lanes + l].get();
         ok = ok && (!is_error(r) || starts_with(r, "BUSYGROUP"));
       }
-      if (ok) usable.push_back(std::move(fresh[i]));
+      if (ok) known.push_back(std::move(unseen[i]));
     }
-    fresh = std::move(usable);
+    std::sort(known.begin(), known.end());
   }
+  fresh = std::move(known);
   tenants = std::move(fresh);
   tenants_read = Clock::now();
 }
@@ -335,12 +343,40 @@ std::vector<Delivery> Queue::read_blocking(const std::string& consumer, const st
 }
 
 std::vector<Delivery> Queue::reclaim(const std::string& consumer, milliseconds min_idle, std::size_t max) {
+  impl_->refresh_tenants(false);
+  return reclaim(consumer, min_idle, max, impl_->tenants);
+}
+
+std::vector<std::string> Queue::idle_tenants(milliseconds min_idle) {
   Impl& im = *impl_;
   im.refresh_tenants(false);
-  std::vector<Delivery> out;
+  std::vector<std::vector<std::string>> cmds;
   for (const auto& t : im.tenants)
+    for (int lane : kLanes)
+      cmds.push_back({"XPENDING", Keys::jobs(im.partition, t, lane), Keys::kGroup, "IDLE", std::to_string(min_idle.count()),
+                      "-", "+", "1"});
+  auto replies = im.conn.pipeline(cmds);
+  std::vector<std::string> out;
+  const std::size_t lanes = std::size(kLanes);
+  for (std::size_t i = 0; i < im.tenants.size(); ++i)
+    for (std::size_t l = 0; l < lanes; ++l) {
+      const redisReply* r = replies[i * lanes + l].get();
+      if (!is_error(r) && size(r) > 0) {
+        out.push_back(im.tenants[i]);
+        break;
+      }
+    }
+  return out;
+}
+
+std::vector<Delivery> Queue::reclaim(const std::string& consumer, milliseconds min_idle, std::size_t max,
+                                     const std::vector<std::string>& only) {
+  Impl& im = *impl_;
+  std::vector<Delivery> out;
+  for (const auto& t : only)
   for (int lane : kLanes) {
     if (out.size() >= max) break;
+    if (!valid_tenant(t)) break;
     const std::string stream = Keys::jobs(im.partition, t, lane);
     Reply r = im.conn.call({"XAUTOCLAIM", stream, Keys::kGroup, consumer, std::to_string(min_idle.count()), "0-0",
                             "COUNT", std::to_string(max - out.size())},
@@ -457,7 +493,26 @@ bool Queue::retry_later(const Delivery& d, const std::string& job_id, std::uint3
   return integer(r.get()) == 1;
 }
 
-std::size_t Queue::promote_due() {
+namespace {
+// A fenced FCALL: FENCED (the caller is no longer the housekeeper) becomes Fenced.
+Reply fenced_call(detail::Connection& conn, std::vector<std::string> argv, const Fence* fence, int partition) {
+  if (fence) {
+    argv.push_back(Keys::housekeeper(partition));
+    argv.push_back(std::to_string(fence->token));
+  }
+  Reply r = conn.call(argv, /*allow_error=*/true);
+  if (is_error(r.get()) && starts_with(r.get(), "FENCED")) throw Fenced(text(r.get()));
+  if (is_error(r.get())) throw QueueError("redis " + conn.url() + ": FCALL " + argv.at(1) + ": " + text(r.get()));
+  return r;
+}
+}  // namespace
+
+std::size_t Queue::promote_due() { return promote_due_impl(nullptr); }
+std::size_t Queue::promote_due(const Fence& fence) { return promote_due_impl(&fence); }
+std::size_t Queue::trim() { return trim_impl(nullptr); }
+std::size_t Queue::trim(const Fence& fence) { return trim_impl(&fence); }
+
+std::size_t Queue::promote_due_impl(const Fence* fence) {
   Impl& im = *impl_;
   im.refresh_tenants(false);
   if (im.tenants.empty()) return 0;
@@ -470,21 +525,23 @@ std::size_t Queue::promote_due() {
   for (std::size_t i = 0; i < im.tenants.size(); ++i) {
     if (is_error(cards[i].get()) || integer(cards[i].get()) == 0) continue;
     const auto& t = im.tenants[i];
-    Reply r = im.fcall({"FCALL", "kj_promote", "5", Keys::jobs(im.partition, t), Keys::retry(im.partition, t),
-                        Keys::delayed(im.partition, t), Keys::jobs(im.partition, t, 1), Keys::jobs(im.partition, t, -1),
-                        std::to_string(now_ms), "100"});
+    std::vector<std::string> argv = {"FCALL", "kj_promote", "5", Keys::jobs(im.partition, t), Keys::retry(im.partition, t),
+                                     Keys::delayed(im.partition, t), Keys::jobs(im.partition, t, 1),
+                                     Keys::jobs(im.partition, t, -1), std::to_string(now_ms), "100"};
+    Reply r = fence ? fenced_call(im.conn, argv, fence, im.partition) : im.fcall(argv);
     moved += static_cast<std::size_t>(integer(r.get()));
   }
   return moved;
 }
 
-std::size_t Queue::trim() {
+std::size_t Queue::trim_impl(const Fence* fence) {
   Impl& im = *impl_;
   im.refresh_tenants(false);
   std::size_t removed = 0;
   for (const auto& t : im.tenants)
     for (int lane : kLanes) {
-      Reply r = im.fcall({"FCALL", "kj_trim", "1", Keys::jobs(im.partition, t, lane)});
+      std::vector<std::string> argv = {"FCALL", "kj_trim", "1", Keys::jobs(im.partition, t, lane)};
+      Reply r = fence ? fenced_call(im.conn, argv, fence, im.partition) : im.fcall(argv);
       removed += static_cast<std::size_t>(integer(r.get()));
     }
   return removed;
@@ -638,6 +695,102 @@ std::string Queue::retry_dead(const std::string& tenant, const std::string& dead
                           Keys::result(p, tenant, job_id), Keys::queued(p, tenant),
                           valid_job_id(batch) ? Keys::batch(p, tenant, batch) : "", dead_entry_id});
   return text(r.get());
+}
+
+namespace {
+// Requests of one XREADGROUP / XAUTOCLAIM reply's entries on `stream` of (tenant, lane).
+void add_requests(const redisReply* entries, const std::string& tenant, int lane, std::vector<BuildRequest>& out) {
+  for (std::size_t e = 0; e < size(entries); ++e) {
+    const redisReply* entry = element(entries, e);
+    BuildRequest r{tenant, lane, text(element(entry, 0)), ""};
+    const redisReply* kv = element(entry, 1);
+    for (std::size_t i = 0; i + 1 < size(kv); i += 2)
+      if (opt_text(element(kv, i)) == std::optional<std::string>("e")) r.entry = opt_text(element(kv, i + 1)).value_or("");
+    out.push_back(std::move(r));
+  }
+}
+}  // namespace
+
+void Queue::announce_build_requests() {
+  impl_->conn.call({"HSET", Keys::config(impl_->partition), "build_requests", "1"});
+}
+
+std::vector<BuildRequest> Queue::read_build_requests(const std::string& consumer, const std::vector<std::string>& tenants,
+                                                     std::size_t count, milliseconds block, bool own_pending) {
+  Impl& im = *impl_;
+  std::vector<std::pair<std::string, int>> streams;  // (tenant, lane)
+  std::vector<std::vector<std::string>> create;
+  for (const auto& t : tenants) {
+    if (!valid_tenant(t)) continue;
+    for (int lane : kLanes) {
+      streams.emplace_back(t, lane);
+      if (!im.build_groups.count(t))
+        create.push_back({"XGROUP", "CREATE", Keys::build_requests(im.partition, t, lane), Keys::kBuildGroup, "0", "MKSTREAM"});
+    }
+  }
+  if (streams.empty() || count == 0) return {};
+  if (!create.empty()) {
+    im.conn.pipeline(create);  // BUSYGROUP: made already
+    for (const auto& t : tenants) im.build_groups.insert(t);
+  }
+  std::vector<std::string> argv = {"XREADGROUP", "GROUP", Keys::kBuildGroup, consumer, "COUNT", std::to_string(count)};
+  if (block.count() > 0 && !own_pending) argv.insert(argv.end(), {"BLOCK", std::to_string(block.count())});
+  argv.push_back("STREAMS");
+  for (const auto& [t, lane] : streams) argv.push_back(Keys::build_requests(im.partition, t, lane));
+  for (std::size_t i = 0; i < streams.size(); ++i) argv.push_back(own_pending ? "0" : ">");
+  Reply r = im.conn.call(argv, /*allow_error=*/false, own_pending ? milliseconds{0} : block);
+  std::vector<BuildRequest> out;
+  for (std::size_t s = 0; s < size(r.get()); ++s) {
+    const redisReply* stream = element(r.get(), s);
+    const std::string name = text(element(stream, 0));
+    for (const auto& [t, lane] : streams)
+      if (Keys::build_requests(im.partition, t, lane) == name) add_requests(element(stream, 1), t, lane, out);
+  }
+  return out;
+}
+
+std::vector<BuildRequest> Queue::claim_build_requests(const std::string& consumer, const std::vector<std::string>& tenants,
+                                                      milliseconds min_idle, std::size_t max) {
+  Impl& im = *impl_;
+  std::vector<std::vector<std::string>> cmds;
+  std::vector<std::pair<std::string, int>> streams;
+  for (const auto& t : tenants) {
+    if (!valid_tenant(t) || !im.build_groups.count(t)) continue;
+    for (int lane : kLanes) {
+      streams.emplace_back(t, lane);
+      cmds.push_back({"XAUTOCLAIM", Keys::build_requests(im.partition, t, lane), Keys::kBuildGroup, consumer,
+                      std::to_string(min_idle.count()), "0-0", "COUNT", std::to_string(std::max<std::size_t>(max, 1))});
+    }
+  }
+  auto replies = im.conn.pipeline(cmds);
+  std::vector<BuildRequest> out;
+  for (std::size_t i = 0; i < replies.size() && out.size() < max; ++i)
+    if (!is_error(replies[i].get())) add_requests(element(replies[i].get(), 1), streams[i].first, streams[i].second, out);
+  return out;
+}
+
+void Queue::ack_build_requests(const std::vector<BuildRequest>& done) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& r : done)
+    cmds.push_back({"XACK", Keys::build_requests(impl_->partition, r.tenant, r.lane), Keys::kBuildGroup, r.id});
+  if (!cmds.empty()) impl_->conn.pipeline(cmds);
+}
+
+std::vector<std::optional<Delivery>> Queue::job_entries(const std::vector<BuildRequest>& requests) {
+  Impl& im = *impl_;
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& r : requests) {
+    const std::string id = r.entry.empty() ? "0-0" : r.entry;  // an XRANGE that finds nothing
+    cmds.push_back({"XRANGE", Keys::jobs(im.partition, r.tenant, r.lane), id, id});
+  }
+  auto replies = im.conn.pipeline(cmds);
+  std::vector<std::optional<Delivery>> out;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    const redisReply* r = replies[i].get();
+    if (is_error(r) || size(r) != 1 || requests[i].entry.empty()) out.emplace_back();
+    else out.emplace_back(to_delivery(im.partition, requests[i].tenant, requests[i].lane, element(r, 0)));
+  }
+  return out;
 }
 
 std::size_t Queue::purge_dead(const std::string& tenant, const std::string& dead_entry_id) {

@@ -73,6 +73,7 @@ int BuildNode::run() {
   kjqueue::Queue q(redis_endpoint(cfg_.redis), cfg_.redis.partition);
   q.load_functions();
   q.command({"DEL", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
+  q.announce_build_requests();  // kj_submit writes build requests from now on
   if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
   log::info("daemon.started", {{"node", cfg_.node}, {"role", "build"}, {"workers", cfg_.workers},
                                {"redis", cfg_.redis.url}, {"lease_ms", cfg_.build.lease.count()}});
@@ -152,8 +153,9 @@ void BuildNode::tick(kjqueue::Queue& q) {
     next_watchdog_ = now + std::chrono::microseconds(watchdog_usec_ / 2);
   }
   reap_threads();
-  // With slots free, a pass that found nothing to start is not repeated for half a second (it
-  // reads the streams); a build that ends frees a slot, looked at on the next turn.
+  settle(q);
+  // With slots free, a turn that started nothing reads again after half a second at the earliest;
+  // a build that ends frees a slot, looked at on the next turn.
   if (now >= next_scan_ && free_slots() > 0 && dispatch(q) == 0) next_scan_ = now + 500ms;
 }
 
@@ -167,18 +169,24 @@ void BuildNode::heartbeat(kjqueue::Queue& q) {
                                {"busy", busy}, {"builds_done", builds_done_.load()}, {"pid", ::getpid()}};
   q.heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
   store_.announce_builder(cfg_.build.builder_ttl);
-  adopt_cuda_archs(q.nodes());
+  q.announce_build_requests();  // again: a Redis that restarted empty forgot it
+  adopt_cuda_archs(q);
   const auto drain = q.command({"EXISTS", kjqueue::Keys::drain(cfg_.redis.partition, cfg_.node)});
   drain_requested_ = !drain.empty() && drain.front() == "1";
 }
 
 // No GPU here to ask: CUDA builds target what the judging nodes say their builds target, so the
 // keys match theirs (a build for another architecture would never be taken).
-void BuildNode::adopt_cuda_archs(const std::vector<kjqueue::NodeStatus>& nodes) {
-  auto archs = cuda_arch_lists_to_build(cfg_, nodes);
+void BuildNode::adopt_cuda_archs(kjqueue::Queue& q) {
+  std::map<std::string, std::string> published;  // one small hash, not every node's heartbeat
+  const auto all = q.command({"HGETALL", kjqueue::Keys::archs(cfg_.redis.partition)});
+  for (std::size_t i = 0; i + 1 < all.size(); i += 2)
+    if (all[i] && all[i + 1]) published[*all[i]] = *all[i + 1];
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  auto archs = cuda_arch_lists_to_build(cfg_, published, now);
   if (archs == cuda_archs_) return;
   cuda_archs_ = std::move(archs);
-  settled_.forget_keys();
   log::info("build.cuda_archs", {{"cuda_arch_lists", cuda_archs_},
                                  {"from", cfg_.kernelbench.cuda_arch_list.empty() ? "judging nodes" : "config"}});
 }
@@ -211,46 +219,105 @@ bool BuildNode::under_cap(const std::string& tenant) {
   return cap == 0 || per_tenant_[tenant] < cap;
 }
 
-// Free slots are filled round-robin over tenants (one build per tenant per round), each tenant's
-// best-scored build first; a build whose lease someone else took meanwhile is skipped.
 std::size_t BuildNode::free_slots() {
   std::lock_guard lk(mu_);
   return cfg_.workers > running_.size() ? cfg_.workers - running_.size() : 0;
 }
 
+// Reads requests into the backlog while it holds fewer than the free slots plus one per stream, so
+// each lane's head is in view for the score. The first read after a start takes this consumer's
+// unacked requests of a previous run; with nothing new and nothing in hand, an idle node takes over
+// requests another build node left idle past request_idle (it died).
+void BuildNode::take_requests(kjqueue::Queue& q, std::size_t free, const std::vector<std::string>& tenants) {
+  if (backlog_.size() >= free + 3 * tenants.size()) return;
+  const std::size_t count = std::max<std::size_t>(1, free > backlog_.size() ? free - backlog_.size() : 1);
+  bool idle;
+  {
+    std::lock_guard lk(mu_);
+    idle = running_.empty();
+  }
+  auto reqs = q.read_build_requests(cfg_.node, tenants, count, idle && backlog_.empty() ? 1000ms : 0ms, !recovered_);
+  if (!recovered_) {
+    recovered_ = true;
+    if (!reqs.empty()) log::info("build.requests_recovered", {{"requests", reqs.size()}});
+  }
+  if (reqs.empty() && backlog_.empty() && Clock::now() >= next_claim_) {
+    reqs = q.claim_build_requests(cfg_.node, tenants, cfg_.build.request_idle, free);
+    next_claim_ = Clock::now() + 5s;
+    if (!reqs.empty()) log::info("build.requests_claimed", {{"requests", reqs.size()}});
+  }
+  if (reqs.empty()) return;
+  std::vector<kjqueue::BuildRequest> settled;
+  auto work = builds_for(q, store_, cfg_, cuda_archs_, reqs, settled);
+  q.ack_build_requests(settled);
+  std::lock_guard lk(mu_);
+  for (auto& w : work) {
+    auto& o = open_[request_name(w.request)];
+    o.first = w.request;
+    ++o.second;
+    backlog_.push_back(std::move(w));
+  }
+}
+
+void BuildNode::work_ended(const BuildWork& w) {
+  auto it = open_.find(request_name(w.request));
+  if (it == open_.end() || --it->second.second > 0) return;
+  to_ack_.push_back(it->second.first);
+  open_.erase(it);
+}
+
+void BuildNode::settle(kjqueue::Queue& q) {
+  std::vector<kjqueue::BuildRequest> done;
+  {
+    std::lock_guard lk(mu_);
+    done.swap(to_ack_);
+  }
+  q.ack_build_requests(done);
+}
+
+// Free slots go to the backlog's best-scored builds (lane x aging + time waited, as kj_fetch orders
+// judging). A build whose job got a result, a cancel or passed its deadline meanwhile, or whose key
+// someone else built or leased, is dropped; one held back by a cap stays for a later turn.
 std::size_t BuildNode::dispatch(kjqueue::Queue& q) {
   std::size_t free = free_slots(), started = 0;
   const auto tenants = q.tenants();
   if (free == 0 || tenants.empty()) return 0;
-  std::map<std::string, std::vector<BuildWork>> found;
-  for (const auto& t : tenants) {
+  take_requests(q, free, tenants);
+  std::stable_sort(backlog_.begin(), backlog_.end(), [](const BuildWork& a, const BuildWork& b) { return a.score > b.score; });
+  std::vector<BuildWork> keep;
+  for (auto& w : backlog_) {
+    bool skip;
     {
       std::lock_guard lk(mu_);
-      if (!under_cap(t)) continue;
+      skip = free == 0 || !under_cap(w.job.tenant());
     }
-    auto w = find_builds(q, store_, cfg_, cuda_archs_, t, free, settled_);
-    if (!w.empty()) found[t] = std::move(w);
-  }
-  for (bool any = true; free > 0 && any;) {
-    any = false;
-    for (std::size_t i = 0; i < tenants.size() && free > 0; ++i) {
-      auto it = found.find(tenants[(rr_ + i) % tenants.size()]);
-      if (it == found.end() || it->second.empty()) continue;
-      BuildWork w = std::move(it->second.front());
-      it->second.erase(it->second.begin());
-      any = true;
+    if (skip) {
+      keep.push_back(std::move(w));
+      continue;
+    }
+    bool drop = build_unwanted(q, w.job, w.entry);
+    if (!drop) {
       {
         std::lock_guard lk(mu_);
-        if (running_.count(w.key) || !under_cap(w.job.tenant())) continue;
+        drop = running_.count(w.key) > 0;
       }
-      const BuildClaim c = store_.claim({w.key, w.job.tenant(), Clock::now(), std::nullopt, -1});
-      if (c.kind != BuildClaim::Leased) continue;
-      start(std::move(w));
-      --free;
-      ++started;
+      const BuildClaim c = drop ? BuildClaim{} : store_.claim({w.key, w.job.tenant(), Clock::now(), std::nullopt, -1});
+      if (!drop && c.kind == BuildClaim::Leased) {
+        start(std::move(w));
+        --free;
+        ++started;
+        continue;
+      }
+      drop = drop || store_.taken(w.key);  // not taken: a cap said no, try later
     }
-    ++rr_;
+    if (!drop) {
+      keep.push_back(std::move(w));
+      continue;
+    }
+    std::lock_guard lk(mu_);
+    work_ended(w);
   }
+  backlog_ = std::move(keep);
   return started;
 }
 
@@ -269,6 +336,7 @@ void BuildNode::start(BuildWork work) {
                           std::lock_guard lk(mu_);
                           running_.erase(r->work.key);
                           if (--per_tenant_[r->work.job.tenant()] == 0) per_tenant_.erase(r->work.job.tenant());
+                          work_ended(r->work);
                         }
                         *done = true;
                       }),

@@ -1,8 +1,11 @@
-// kjudged --role build: a build-only node (no GPU). It looks for KernelBench-format jobs that need
-// a build on the tenants' job streams (buildfarm/build_scan.h), takes each build's lease in the
-// shared store, builds in its compile sandbox and publishes the artifact; the judging nodes take
-// it from there. Its CUDA builds target the architectures the judging nodes publish in their
-// heartbeats (`cuda_arch_list`), unless its config names one. Cancel markers kill a running build; deadlines, priority lanes with aging, the
+// kjudged --role build: a build-only node (no GPU). It takes build requests through its consumer
+// group on the tenants' request streams (buildfarm/build_work.h), takes each build's lease in the
+// shared store, builds in its compile sandbox and publishes the artifact; the judging nodes take it
+// from there. A request is acked once its builds ended (or it needs none): one a build node took and
+// never finished (it died) is read again by its next incarnation, or claimed by another build node
+// once idle for [build] request_idle_ms. Its CUDA builds target the architectures the judging nodes
+// publish (kj:{pN}:archs), unless its config names one. Cancel markers kill a running build;
+// deadlines, priority lanes with aging, the
 // per-node tenant cap ([tenants.<t>] max_running) and the cluster cap (kjudge admin cap, counted
 // over live build leases) apply as they do to judging. SIGTERM/SIGINT or `kjudge admin drain`
 // drain: no new builds, running ones finish up to queue.drain_timeout_ms, then their leases go
@@ -20,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "buildfarm/build_scan.h"
+#include "buildfarm/build_work.h"
 #include "buildfarm/redis_build_store.h"
 #include "common/config.h"
 #include "http/http_server.h"
@@ -47,7 +50,10 @@ class BuildNode {
   HttpReply http(const std::string& target);
   void tick(kjqueue::Queue& q);
   void heartbeat(kjqueue::Queue& q);
-  void adopt_cuda_archs(const std::vector<kjqueue::NodeStatus>& nodes);
+  void adopt_cuda_archs(kjqueue::Queue& q);
+  void take_requests(kjqueue::Queue& q, std::size_t free, const std::vector<std::string>& tenants);
+  void settle(kjqueue::Queue& q);  // acks the requests whose builds all ended
+  void work_ended(const BuildWork& w);  // mu_ held
   void poll_cancels(kjqueue::Queue& q);
   std::size_t dispatch(kjqueue::Queue& q);  // builds started
   std::size_t free_slots();
@@ -60,7 +66,11 @@ class BuildNode {
 
   Config cfg_;
   RedisBuildStore store_;
-  Settled settled_;
+  std::vector<BuildWork> backlog_;  // read, not started yet (loop thread only)
+  bool recovered_ = false;          // this consumer's unacked requests of a previous run were read
+  // open requests: name -> (request, builds not ended yet); ended ones wait in to_ack_ (mu_)
+  std::map<std::string, std::pair<kjqueue::BuildRequest, int>> open_;
+  std::vector<kjqueue::BuildRequest> to_ack_;
   std::vector<std::string> cuda_archs_;  // what CUDA builds target (cuda_arch_lists_to_build); loop thread only
   std::mutex mu_;
   std::map<std::string, RunningPtr> running_;  // content key -> build
@@ -72,13 +82,12 @@ class BuildNode {
   std::vector<Thread> threads_;
   std::atomic<std::uint64_t> builds_done_{0};
   std::chrono::steady_clock::time_point next_heartbeat_{}, next_renew_{}, next_cancel_poll_{}, next_watchdog_{},
-      next_scan_{};
+      next_scan_{}, next_claim_{};
   std::uint64_t watchdog_usec_ = 0;
   bool drain_requested_ = false;  // kjudge admin drain <node>
   // read by the HTTP thread
   std::atomic<std::int64_t> loop_tick_ms_{0};
   std::atomic<bool> redis_ok_{false}, draining_{false};
-  unsigned rr_ = 0;  // round-robin start over tenants
 };
 
 }  // namespace kj::buildfarm

@@ -62,6 +62,7 @@ RedisBuildStore::RedisBuildStore(const Config& cfg, Role role)
     : partition_(cfg.redis.partition), build_(cfg.build), node_(cfg.node), owner_(owner_id(cfg.node)), role_(role),
       local_max_(cfg.build.local_max < 0 ? static_cast<int>(cfg.workers) : cfg.build.local_max) {
   endpoint_ = redis_endpoint(cfg.redis);
+  if (!cfg.build.artifact_dir.empty()) files_.emplace(cfg.build.artifact_dir);
 }
 
 RedisBuildStore::Pooled RedisBuildStore::borrow() {
@@ -76,21 +77,41 @@ RedisBuildStore::Pooled RedisBuildStore::borrow() {
   return Pooled{this, std::make_unique<kjqueue::Queue>(endpoint_, partition_)};
 }
 
+// The artifact's bytes: from Redis, or through the marker from the file store. nullopt with `why`
+// empty: nothing there (expired); with `why` set: there but unusable.
+std::optional<std::string> RedisBuildStore::fetch_value(kjqueue::Queue& q, const std::string& art, std::string& why) {
+  if (files_) {
+    const auto value = q.command({"GET", art});
+    if (value.empty() || !value.front()) return std::nullopt;
+    const auto ref = parse_ref(*value.front());
+    if (!ref) {
+      if (value.front()->rfind("kjart1\n", 0) == 0) return *value.front();  // an inline one (mixed fleet)
+      return why = "not an artifact marker", std::nullopt;
+    }
+    auto bytes = files_->get(*ref, build_.artifact_max_bytes, why);
+    if (bytes) file_bytes_read_ += bytes->size();
+    return bytes;
+  }
+  const auto len = q.command({"STRLEN", art});
+  if (text(len).empty() || text(len) == "0") return std::nullopt;
+  if (std::stoull(text(len)) > build_.artifact_max_bytes) return why = "larger than artifact_max_bytes", std::nullopt;
+  auto value = q.command({"GET", art});
+  if (value.empty() || !value.front()) return std::nullopt;  // expired meanwhile
+  if (parse_ref(*value.front())) return why = "a file-store marker and no [build] artifact_dir here", std::nullopt;
+  return *value.front();
+}
+
 // The verified artifact, or nullopt; one that fails its checks is deleted (then rebuilt), never used.
 std::optional<SharedBuild> RedisBuildStore::fetch(kjqueue::Queue& q, const std::string& key) {
   const std::string art = Keys::artifact(partition_, key);
-  const auto len = q.command({"STRLEN", art});
-  if (text(len).empty() || text(len) == "0") return std::nullopt;
   std::string why;
   std::optional<SharedBuild> b;
-  if (std::stoull(text(len)) > build_.artifact_max_bytes) why = "larger than artifact_max_bytes";
-  else if (auto value = q.command({"GET", art}); !value.empty() && value.front())
-    b = unpack_artifact(*value.front(), key, build_.artifact_max_bytes, why);
-  else return std::nullopt;  // expired meanwhile
+  if (auto value = fetch_value(q, art, why)) b = unpack_artifact(*value, key, build_.artifact_max_bytes, why);
+  else if (why.empty()) return std::nullopt;
   if (b) return b;
   ++rejected_;
   log::warn("build.artifact_rejected", {{"key", key}, {"why", why}});
-  q.command({"DEL", art});
+  if (why.find("no [build] artifact_dir") == std::string::npos) q.command({"DEL", art});  // not ours to judge
   return std::nullopt;
 }
 
@@ -173,6 +194,20 @@ BuildClaim RedisBuildStore::claim(const ClaimRequest& req) {
   }
 }
 
+// With a file store: the file first (atomic, fsynced), then the marker, so a marker never names a
+// file that is not whole. Without: the artifact itself.
+void RedisBuildStore::store_value(kjqueue::Queue& q, const std::string& key, const std::string& value) {
+  const std::string ttl_ms =
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(build_.artifact_ttl).count());
+  if (!files_) {
+    q.command({"SET", Keys::artifact(partition_, key), value, "PX", ttl_ms});
+    return;
+  }
+  const ArtifactRef ref = files_->put(value);
+  file_bytes_written_ += value.size();
+  q.command({"SET", Keys::artifact(partition_, key), format_ref(ref), "PX", ttl_ms});
+}
+
 void RedisBuildStore::publish(const SharedBuild& build) {
   SharedBuild b = build;
   b.builder = node_;
@@ -182,14 +217,16 @@ void RedisBuildStore::publish(const SharedBuild& build) {
     if (value.size() > build_.artifact_max_bytes) {
       log::info("build.artifact_too_large", {{"key", b.key}, {"bytes", value.size()}, {"max", build_.artifact_max_bytes}});
     } else {
-      q->command({"SET", Keys::artifact(partition_, b.key), value, "PX",
-                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(build_.artifact_ttl).count())});
+      store_value(*q, b.key, value);
       ++published_;
     }
-  } catch (const std::exception& e) {  // OOM under maxmemory, Redis down: the others build it themselves
+  } catch (const kjqueue::QueueError& e) {  // OOM under maxmemory, Redis down: the others build it themselves
     q.broken = true;
     ++publish_failed_;
     log::warn("build.publish_failed", {{"key", b.key}, {"error", e.what()}});
+  } catch (const std::exception& e) {  // the file store: disk full, permissions, the mount gone
+    ++publish_failed_;
+    log::warn("build.publish_failed", {{"key", b.key}, {"error", e.what()}, {"store", "file"}});
   }
   release(b.key);
 }
@@ -280,6 +317,8 @@ std::string RedisBuildStore::render_metrics() const {
   counter("kjudge_builds_published_total", "artifacts stored", published_);
   counter("kjudge_builds_publish_failed_total", "artifacts Redis refused (memory, connection)", publish_failed_);
   counter("kjudge_builds_rejected_total", "stored artifacts that failed verification (deleted, rebuilt)", rejected_);
+  counter("kjudge_builds_file_bytes_read_total", "verified artifact bytes read from the file store", file_bytes_read_);
+  counter("kjudge_builds_file_bytes_written_total", "artifact bytes written to the file store", file_bytes_written_);
   counter("kjudge_builds_wait_gave_up_total", "waits for another node's build that reached their bound", gave_up_);
   append_metric(out, "counter", "kjudge_builds_wait_seconds_total", "time jobs waited for the shared store",
                 static_cast<double>(wait_ms_.load()) / 1000.0);

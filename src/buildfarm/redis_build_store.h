@@ -1,5 +1,7 @@
 // The shared build store on the cluster's Redis (docs/operator-guide.md, *Build nodes*):
-//   kj:{pN}:art:<key>       the artifact (buildfarm/artifact.h), PX artifact_ttl, at most artifact_max_bytes
+//   kj:{pN}:art:<key>       the artifact (buildfarm/artifact.h), PX artifact_ttl, at most artifact_max_bytes;
+//                           with [build] artifact_dir, only a marker "kjref1 <sha256> <size>" and the
+//                           artifact is a file of the shared mount (buildfarm/file_artifact_store.h)
 //   kj:{pN}:blease:<key>    who builds it now: SET NX PX by kj_build_lease, renewed every lease/3
 //   kj:{pN}:building:<t>    the tenant's live build leases (its cluster cap bounds them on build nodes)
 //   kj:{pN}:builders        live build nodes (member = node, score = expiry ms), from their heartbeat
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "buildfarm/file_artifact_store.h"
 #include "common/config.h"
 #include "kjqueue/queue.h"
 #include "pipeline/build/build_store.h"
@@ -43,6 +46,8 @@ class RedisBuildStore : public BuildStore {
   struct Pooled;
   Pooled borrow();
   std::optional<SharedBuild> fetch(kjqueue::Queue& q, const std::string& key);
+  std::optional<std::string> fetch_value(kjqueue::Queue& q, const std::string& art, std::string& why);
+  void store_value(kjqueue::Queue& q, const std::string& key, const std::string& value);
   std::string acquire(kjqueue::Queue& q, const std::string& key, const std::string& tenant);
   bool reserve_local(kjqueue::Queue& q, bool may_defer);
   void unreserve_local();
@@ -54,13 +59,15 @@ class RedisBuildStore : public BuildStore {
   BuildConfig build_;
   std::string node_, owner_;
   Role role_;
+  std::optional<FileArtifactStore> files_;  // [build] artifact_dir set
   int local_max_;
   std::mutex mu_;
   std::vector<std::unique_ptr<kjqueue::Queue>> pool_;
   std::map<std::string, std::string> held_;  // key -> tenant
   std::atomic<int> local_builds_{0};
   // counters for render_metrics
-  std::atomic<std::uint64_t> fetched_{0}, rejected_{0}, leased_{0}, published_{0}, publish_failed_{0}, gave_up_{0};
+  std::atomic<std::uint64_t> fetched_{0}, rejected_{0}, leased_{0}, published_{0}, publish_failed_{0}, gave_up_{0},
+      file_bytes_read_{0}, file_bytes_written_{0};
   std::atomic<std::uint64_t> wait_ms_{0};
 };
 

@@ -55,8 +55,13 @@ std::vector<std::string> submitter_acl(const std::string& user, const std::strin
   fcall_keys.push_back(Keys::queued(p, tenant));
   fcall_keys.push_back(Keys::batch(p, tenant, "*"));
   acl.push_back(selector(fcall_keys, {"fcall", "fcall_ro"}));
-  // the writes those two functions make, each on its own keys
+  // the writes those two functions make, each on its own keys (kj_submit adds build requests too)
   acl.push_back(selector(streams, {"xadd", "xgroup|create"}));
+  const std::vector<std::string> requests =
+      tenant == "*" ? std::vector<std::string>{Keys::build_requests(p, tenant, 0)}
+                    : std::vector<std::string>{Keys::build_requests(p, tenant, 1), Keys::build_requests(p, tenant, 0),
+                                               Keys::build_requests(p, tenant, -1)};
+  acl.push_back(selector(requests, {"xadd"}));
   acl.push_back(selector(markers, {"set"}));
   acl.push_back(selector({Keys::queued(p, tenant)}, {"incr"}));
   acl.push_back(selector({Keys::batch(p, tenant, "*")}, {"hincrby", "hset", "expire"}));

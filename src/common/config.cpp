@@ -158,18 +158,24 @@ void apply_build(const toml::table& b, BuildConfig& c) {
   take(b, "shared", c.shared);
   take_bounded(b, "build", "artifact_max_bytes", c.artifact_max_bytes, 1024, 512ll << 20, "bytes");
   std::int64_t ttl = c.artifact_ttl.count(), lease = c.lease.count(), alive = c.builder_ttl.count(), local = c.local_max,
-               scan = static_cast<std::int64_t>(c.scan_max), concurrency = c.concurrency;
+               idle = c.request_idle.count(), concurrency = c.concurrency;
   take_bounded(b, "build", "artifact_ttl_s", ttl, 1, 30 * 24 * 3600, "seconds");
+  take_path(b, "artifact_dir", c.artifact_dir);
+  if (!c.artifact_dir.empty() && !c.artifact_dir.is_absolute())
+    throw std::runtime_error("build.artifact_dir must be an absolute path, not \"" + c.artifact_dir.string() + "\"");
+  std::int64_t file_ttl = c.artifact_file_ttl.count();
+  take_bounded(b, "build", "artifact_file_ttl_s", file_ttl, 60, 365ll * 24 * 3600, "seconds");
+  c.artifact_file_ttl = std::chrono::seconds(file_ttl);
   take_bounded(b, "build", "lease_ms", lease, 100, 3'600'000, "milliseconds");
   take_bounded(b, "build", "builder_ttl_ms", alive, 1000, 3'600'000, "milliseconds");
   take_bounded(b, "build", "local_max", local, -1, 1024, "a build count");
-  take_bounded(b, "build", "scan_max", scan, 1, 100'000, "an entry count");
+  take_bounded(b, "build", "request_idle_ms", idle, 1000, 24ll * 3'600'000, "milliseconds");
   take_bounded(b, "build", "concurrency", concurrency, 0, 1024, "a build count");
   c.artifact_ttl = std::chrono::seconds(ttl);
   c.lease = std::chrono::milliseconds(lease);
   c.builder_ttl = std::chrono::milliseconds(alive);
   c.local_max = static_cast<int>(local);
-  c.scan_max = static_cast<std::size_t>(scan);
+  c.request_idle = std::chrono::milliseconds(idle);
   c.concurrency = static_cast<int>(concurrency);
 }
 
@@ -183,6 +189,7 @@ void apply_queue(const toml::table* q, Config& c) {
   };
   ms("lease_ms", c.queue.lease, 100);
   ms("reap_interval_ms", c.queue.reap_interval, 10);
+  ms("housekeeper_lease_ms", c.queue.housekeeper_lease, 300);
   ms("retry_base_ms", c.queue.retry_base, 1);
   ms("retry_max_ms", c.queue.retry_max, 1);
   ms("cancel_poll_ms", c.queue.cancel_poll, 10);
@@ -193,6 +200,10 @@ void apply_queue(const toml::table* q, Config& c) {
   c.queue.trim_interval = std::chrono::duration_cast<std::chrono::seconds>(trim);
   if (c.queue.trim_interval.count() < 1) c.queue.trim_interval = std::chrono::seconds(1);
   c.queue.drain_timeout = std::chrono::duration_cast<std::chrono::seconds>(drain);
+  if (auto v = (*q)["marker_ttl_s"].value<std::int64_t>()) {
+    if (*v < 60 || *v > 30ll * 24 * 3600) throw std::runtime_error("queue.marker_ttl_s must be in 60..2592000 (30 days)");
+    c.queue.marker_ttl = std::chrono::seconds(*v);
+  }
   if (auto v = (*q)["max_deliveries"].value<std::int64_t>()) {
     if (*v < 1 || *v > 100) throw std::runtime_error("queue.max_deliveries must be in 1..100");
     c.queue.max_deliveries = static_cast<unsigned>(*v);

@@ -79,7 +79,10 @@ struct TenantConfig {
 // Queue reliability and fairness (design §8).
 struct QueueConfig {
   std::chrono::milliseconds lease{30'000};        // an entry idle this long is claimable by any node's reaper
-  std::chrono::milliseconds reap_interval{1'000}; // how often this node's reaper looks
+  std::chrono::milliseconds reap_interval{1'000}; // how often this node's reaper looks (and the housekeeper scans)
+  // The elected housekeeper's lease (src/daemon/housekeeper.h): a holder that dies is replaced
+  // after at most this long.
+  std::chrono::milliseconds housekeeper_lease{10'000};
   unsigned max_deliveries = 5;                    // then: dead letter + INFRA_ERROR result
   std::chrono::milliseconds retry_base{1'000};    // INFRA_ERROR retry backoff: base * 2^(attempt-1), jittered
   std::chrono::milliseconds retry_max{60'000};
@@ -90,6 +93,8 @@ struct QueueConfig {
   std::chrono::milliseconds priority_aging{30'000};
   std::chrono::seconds drain_timeout{60};         // SIGTERM: running jobs get this long, then leases go back
   std::chrono::seconds cancel_ttl{7 * 24 * 3600};
+  // How long a job id stays deduplicated (kj_submit's marker; published to kj:{pN}:config at start).
+  std::chrono::seconds marker_ttl{3600};
   std::map<std::string, TenantConfig> tenants;    // [tenants.<name>] weight/max_running; "*" = default
 };
 
@@ -140,13 +145,18 @@ struct BuildConfig {
   // is making) instead of compiling, and publishes its own. A build node always shares.
   bool shared = false;
   std::uint64_t artifact_max_bytes = 64ull << 20;  // larger builds are not shared (built where judged)
-  std::chrono::seconds artifact_ttl{6 * 3600};     // artifacts expire from Redis after this
+  std::chrono::seconds artifact_ttl{3600};         // artifacts (or, with artifact_dir, their markers) expire from Redis after this
+  // Artifacts as files on this shared mount (buildfarm/file_artifact_store.h); Redis then holds a
+  // ~80-byte marker per build. Empty: the artifact itself is stored in Redis.
+  std::filesystem::path artifact_dir;
+  std::chrono::seconds artifact_file_ttl{24 * 3600};  // the elected housekeeper removes files older than this
   std::chrono::milliseconds lease{30'000};         // a build lease not renewed this long is free again
   std::chrono::milliseconds builder_ttl{15'000};   // a build node counts as alive this long after its heartbeat
   // A judging node's concurrent local builds while a build node is alive; past it, its jobs wait for
   // the build nodes (-1: its slots, i.e. it always builds what no one else is building).
   int local_max = -1;
-  std::size_t scan_max = 256;  // build node: unfinished entries looked at per lane and pass
+  // build node: a build request left unacked this long on another build node (it died) is taken over
+  std::chrono::milliseconds request_idle{60'000};
   // KernelBench build sandboxes at once on this node, whatever its job slots (pipeline/build/build_slots.h);
   // 0: sized from its CPUs and memory.
   int concurrency = 0;
@@ -157,7 +167,7 @@ struct Config {
   std::string node;                        // defaults to the host name
   std::filesystem::path state_dir = "/var/lib/kjudge";
   unsigned workers = 2;                    // concurrent jobs on this node
-  std::chrono::seconds result_ttl{24 * 3600};
+  std::chrono::seconds result_ttl{3600};  // docs/capacity-plan.md step 2: what trainers need
   std::chrono::seconds heartbeat_ttl{15};
   std::string log_level = "info";
   bool keep_job_dirs = false;              // debugging: leave per-job dirs behind

@@ -178,11 +178,14 @@ int Daemon::run() {
   if (sd_watchdog_enabled(0, &watchdog_usec_) > 0 && watchdog_usec_ > 0) watchdog();
 
   fetch_tick_ms_ = steady_ms();
+  housekeeper_ = std::make_unique<Housekeeper>(cfg_, [this](std::size_t n) { metrics_.trimmed += n; });
+  housekeeper_->start();
   fetcher_ = std::thread([this] { fetch_loop(); });
   notify("READY=1\nSTATUS=fetching jobs");
   ioc_.run();  // returns once the drain finished (every timer cancelled, the signal set too)
 
   fetcher_.join();
+  housekeeper_->stop();  // released: another node takes over now
   slots_.join();
   stop_trusted_workers();  // their device memory goes back with them
   try {
@@ -197,7 +200,8 @@ int Daemon::run() {
 // job never reaches a stream; kjudged still checks (a node may be configured lower than another).
 void Daemon::publish_limits() {
   loop_queue_->command({"HSET", kjqueue::Keys::config(cfg_.redis.partition), "max_job_bytes",
-                        std::to_string(cfg_.limits.max_job_bytes)});
+                        std::to_string(cfg_.limits.max_job_bytes), "marker_ttl_s",
+                        std::to_string(cfg_.queue.marker_ttl.count())});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -215,8 +219,16 @@ void Daemon::heartbeat() {
                            {"jobs_done", jobs_done_.load()}, {"pid", ::getpid()}, {"draining", stopping_.load()},
                            {"gpus", gpu_health_.to_json()}, {"gpu_jobs", gpu_jobs_json()}};
     // What this node's CUDA builds target: build nodes (no GPU to ask) build for it.
-    if (const auto arch = kernelbench_cuda_arch_list(cfg_); !arch.empty()) info["cuda_arch_list"] = arch;
+    const auto arch = kernelbench_cuda_arch_list(cfg_);
+    if (!arch.empty()) info["cuda_arch_list"] = arch;
     loop_queue_->heartbeat(cfg_.node, info.dump(), cfg_.heartbeat_ttl);
+    // ... and in one small hash, which build nodes read instead of every heartbeat (capacity plan step 3)
+    if (!arch.empty()) {
+      const auto expiry = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              (std::chrono::system_clock::now() + cfg_.heartbeat_ttl).time_since_epoch()).count();
+      loop_queue_->command({"HSET", kjqueue::Keys::archs(cfg_.redis.partition), cfg_.node,
+                            std::to_string(expiry) + " " + arch});
+    }
     notify("STATUS=" + std::string(stopping_ ? "draining" : "fetching") + ", busy " + std::to_string(busy) + "/" +
            std::to_string(cfg_.workers) + ", jobs done " + std::to_string(jobs_done_.load()));
     // `kjudge admin drain <node>` sets this key.
@@ -575,9 +587,20 @@ void Daemon::finish(const HeldPtr& h) {
   slot_free_.notify_all();
 }
 
+// The tenants the housekeeper found idle entries in (kj:{pN}:reapable); nullopt while no
+// housekeeper scans (none elected yet, or its holder died): then every tenant is looked at.
+std::optional<std::vector<std::string>> Daemon::reapable(kjqueue::Queue& q) {
+  const auto all = q.command({"HGETALL", kjqueue::Keys::reapable(cfg_.redis.partition)});
+  if (all.empty()) return std::nullopt;
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i + 1 < all.size(); i += 2)
+    if (all[i] && *all[i] != "~") out.push_back(*all[i]);
+  return out;
+}
+
 void Daemon::fetch_loop() {
   std::unique_ptr<kjqueue::Queue> q;
-  auto next_reap = Clock::now(), next_promote = Clock::now(), next_trim = Clock::now() + cfg_.queue.trim_interval;
+  auto next_reap = Clock::now();  // promote and trim: the elected housekeeper (housekeeper.h)
   auto next_caps = Clock::now();
   std::set<std::string> cluster_capped;  // tenants under a cluster-wide cap (kjudge admin cap)
   bool default_cap = false;              // a "*" cap: every tenant is
@@ -605,9 +628,11 @@ void Daemon::fetch_loop() {
       }
       if (now >= next_reap) {
         // The reaper: entries idle past the lease (their owner died or hung) come here, ahead
-        // of new work. Only as many as we can start.
+        // of new work. Only as many as we can start, and only from the tenants where the elected
+        // housekeeper found some (one HGETALL instead of an XAUTOCLAIM per tenant lane).
         if (free > 0) {
-          auto got = q->reclaim(cfg_.node, cfg_.queue.lease, free);
+          const auto only = reapable(*q);
+          auto got = only ? q->reclaim(cfg_.node, cfg_.queue.lease, free, *only) : q->reclaim(cfg_.node, cfg_.queue.lease, free);
           if (!got.empty()) {
             metrics_.redeliveries += got.size();
             log::info("reaper.claimed", {{"entries", got.size()}});
@@ -620,14 +645,6 @@ void Daemon::fetch_loop() {
           }
         }
         next_reap = now + cfg_.queue.reap_interval;
-      }
-      if (now >= next_promote) {
-        q->promote_due();
-        next_promote = now + 250ms;
-      }
-      if (now >= next_trim) {
-        metrics_.trimmed += q->trim();
-        next_trim = now + cfg_.queue.trim_interval;
       }
       fetch_ok_ = true;
       if (!placement_.any_usable()) {  // every GPU quarantined (or checked by a canary): take nothing new

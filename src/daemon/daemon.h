@@ -23,6 +23,7 @@
 #include "daemon/fair.h"
 #include "daemon/gpu_health.h"
 #include "daemon/gpu_placement.h"
+#include "daemon/housekeeper.h"
 #include "http/http_server.h"
 #include "daemon/metrics.h"
 #include "kjqueue/queue.h"
@@ -61,6 +62,7 @@ class Daemon {
 
   // fetch thread
   void fetch_loop();
+  std::optional<std::vector<std::string>> reapable(kjqueue::Queue& q);
   void take(std::vector<kjqueue::Delivery> got, bool front, const std::set<std::string>& cluster_capped);
   void dispatch_ready();
   bool capped(const std::string& tenant) const;  // mu_ held
@@ -105,6 +107,7 @@ class Daemon {
   std::map<std::string, unsigned> running_;  // per tenant
   FairPicker fair_;
   std::thread fetcher_;
+  std::unique_ptr<Housekeeper> housekeeper_;  // promote, trim, the reaper's scan: when elected
   std::atomic<std::uint64_t> jobs_done_{0};
   std::atomic<std::int64_t> fetch_tick_ms_{0};  // steady clock ms of the fetch loop's last turn
   std::atomic<bool> fetch_ok_{false};           // its last Redis call succeeded

@@ -107,7 +107,7 @@ TEST(BuildConfig, DefaultsAndKeys) {
   EXPECT_EQ(c.role, "build");
   EXPECT_EQ(c.build.lease.count(), 2000);
   EXPECT_EQ(c.build.builder_ttl.count(), 3000);
-  EXPECT_EQ(c.build.scan_max, 256u);
+  EXPECT_EQ(c.build.request_idle.count(), 60000);
   EXPECT_EQ(c.build.local_max, -1);
   EXPECT_FALSE(c.build.shared);
   EXPECT_EQ(c.build.concurrency, 0);  // sized from the node's CPUs and memory

@@ -26,7 +26,26 @@ TEST(Config, DefaultsWithoutAFile) {
   auto c = kj::load_config(std::nullopt);
   EXPECT_FALSE(c.node.empty());
   EXPECT_EQ(c.workers, 2u);
-  EXPECT_EQ(c.result_ttl, std::chrono::hours(24));
+  EXPECT_EQ(c.result_ttl, std::chrono::hours(1));
+}
+
+// docs/capacity-plan.md steps 1-2: the TTLs that bound Redis memory, the artifact file store
+TEST(Config, MarkerTtlAndArtifactDir) {
+  const auto c = kj::load_config(std::nullopt);
+  EXPECT_EQ(c.queue.marker_ttl, std::chrono::hours(1));
+  EXPECT_EQ(c.build.artifact_ttl, std::chrono::hours(1));
+  EXPECT_TRUE(c.build.artifact_dir.empty());
+  TempDir d;
+  write(d.path / "ok.toml", "[queue]\nmarker_ttl_s = 86400\n[build]\nartifact_dir = \"/mnt/kj\"\nartifact_file_ttl_s = 600\n");
+  const auto ok = kj::load_config(d.path / "ok.toml");
+  EXPECT_EQ(ok.queue.marker_ttl, std::chrono::hours(24));
+  EXPECT_EQ(ok.build.artifact_dir, "/mnt/kj");
+  EXPECT_EQ(ok.build.artifact_file_ttl, std::chrono::minutes(10));
+  for (const char* bad : {"[queue]\nmarker_ttl_s = 5\n", "[build]\nartifact_dir = \"relative/dir\"\n",
+                          "[build]\nartifact_file_ttl_s = 1\n"}) {
+    write(d.path / "bad.toml", bad);
+    EXPECT_THROW(kj::load_config(d.path / "bad.toml"), std::runtime_error) << bad;
+  }
 }
 
 TEST(Config, KernelTraceLibBesideTheBinaryOrConfigured) {

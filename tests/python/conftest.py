@@ -27,7 +27,7 @@ SLOW_FIRST = ["test_kernelbench_suite.py",
               "test_fault.py", "test_gateway.py", "test_ops.py", "test_client.py", "test_judge_queue.py",
               "test_dev_cgroups.py", "test_cluster.py",
               # builds with the shared header
-              "test_build_nodes.py", "test_e2e.py", "test_harness_zygote.py", "test_fidelity_e2e.py",
+              "test_build_nodes.py", "test_capacity.py", "test_e2e.py", "test_harness_zygote.py", "test_fidelity_e2e.py",
               "test_feedback.py", "test_build_single_flight.py", "test_judge_e2e.py", "test_nvcc_steps.py",
               "test_light_headers_retry.py", "test_light_main_header.py", "test_infra_faults.py", "test_package_install.py", "test_bench_e2e.py"]
 

@@ -92,7 +92,17 @@ struct Keys {
   static std::string build_lease(int partition, const std::string& key);  // kj:{p0}:blease:<key> (string: owner, PX)
   static std::string building(int partition, const std::string& tenant);  // kj:{p0}:building:<tenant> (zset: leases -> expiry ms)
   static std::string builders(int partition);                             // kj:{p0}:builders (zset: build node -> expiry ms)
+  // Build requests (docs/capacity-plan.md step 3): kj_submit adds {e: <entry id>} here for each job
+  // while build nodes announced themselves (config build_requests = 1); build nodes read them
+  // through their consumer group kBuildGroup. Lanes as jobs().
+  static std::string build_requests(int partition, const std::string& tenant, int lane = 0);  // kj:{p0}:breq:<tenant>[:high|:low]
+  static std::string archs(int partition);              // kj:{p0}:archs (hash: judging node -> "<expiry ms> <TORCH_CUDA_ARCH_LIST>")
+  // The elected housekeeper (kj_housekeeper): "<owner> <token>" PX lease, and the token counter.
+  static std::string housekeeper(int partition);        // kj:{p0}:housekeeper
+  static std::string housekeeper_epoch(int partition);  // kj:{p0}:housekeeper:epoch
+  static std::string reapable(int partition);           // kj:{p0}:reapable (hash: tenant -> 1, its entries idle past the lease; PX)
   static constexpr const char* kGroup = "kjudged";
+  static constexpr const char* kBuildGroup = "kjbuild";
 };
 
 // Priority lanes, highest first. Job.priority > 0 runs in lane 1, < 0 in lane -1, 0 in lane 0;
@@ -104,6 +114,15 @@ inline int lane_of_priority(long long priority) { return priority > 0 ? 1 : prio
 // Names that end up inside keys: tenant [a-z0-9_-]{1,64}; job id [A-Za-z0-9._:-]{1,128}.
 bool valid_tenant(const std::string& tenant);
 bool valid_job_id(const std::string& job_id);
+
+// The elected housekeeper's lease (kj_housekeeper) as a fence for its writes.
+struct Fence {
+  std::uint64_t token = 0;
+};
+// A fenced call made by a node that is no longer the housekeeper.
+struct Fenced : QueueError {
+  using QueueError::QueueError;
+};
 
 struct SubmitResult {
   std::string entry_id;  // stream entry id of the (first) submission
@@ -141,6 +160,14 @@ struct Delivery {
   std::string batch_id;   // field "batch"
   std::uint32_t attempt = 0;     // field "attempt": deliveries before a retry re-queued it
   std::uint32_t deliveries = 1;  // times this entry was delivered (XPENDING), this one included
+};
+
+// A build request (Keys::build_requests): which job entry of which tenant lane wants a build.
+struct BuildRequest {
+  std::string tenant;
+  int lane = 0;
+  std::string id;     // the request's own entry id (acked with ack_build_requests)
+  std::string entry;  // the job's entry id on Keys::jobs(tenant, lane); empty: a malformed request
 };
 
 // One entry of one tenant's lane stream.
@@ -228,6 +255,12 @@ class Queue {
   // The reaper: XAUTOCLAIM entries idle for at least min_idle from every tenant stream onto
   // `consumer` (at most `max` in all); their delivery counts come from XPENDING.
   std::vector<Delivery> reclaim(const std::string& consumer, std::chrono::milliseconds min_idle, std::size_t max);
+  // The same on the listed tenants' streams only (those the housekeeper found idle entries in).
+  std::vector<Delivery> reclaim(const std::string& consumer, std::chrono::milliseconds min_idle, std::size_t max,
+                                const std::vector<std::string>& only);
+  // Registered tenants with an entry pending for at least min_idle on one of their lanes (one
+  // pipelined XPENDING IDLE per lane): the housekeeper's scan for the reaper.
+  std::vector<std::string> idle_tenants(std::chrono::milliseconds min_idle);
 
   // Lease heartbeat (kj_lease renew) / hand-back (kj_lease handback) of entries pending on
   // `consumer` in one tenant's stream. Returns the entries that were not ours any more.
@@ -241,6 +274,20 @@ class Queue {
   // from the group's oldest pending entry (or after its last delivered one). Build nodes look for
   // work here without consuming it (they read no group).
   std::vector<Delivery> unfinished(const std::string& tenant, int lane, std::size_t max);
+
+  // Build nodes (docs/capacity-plan.md step 3). announce: kj_submit writes build requests from now on.
+  // read_build_requests: XREADGROUP (group kBuildGroup) over the listed tenants' request streams,
+  // up to `count` each (own_pending: this consumer's unacked ones, after a restart); the groups of
+  // tenants not seen before are created first. Blocks up to `block` when nothing is there.
+  void announce_build_requests();
+  std::vector<BuildRequest> read_build_requests(const std::string& consumer, const std::vector<std::string>& tenants,
+                                                std::size_t count, std::chrono::milliseconds block, bool own_pending);
+  // Requests left idle for min_idle on another consumer (a dead build node's) come to `consumer`.
+  std::vector<BuildRequest> claim_build_requests(const std::string& consumer, const std::vector<std::string>& tenants,
+                                                 std::chrono::milliseconds min_idle, std::size_t max);
+  void ack_build_requests(const std::vector<BuildRequest>& done);
+  // The job entries the requests name, in order (nullopt: gone, i.e. trimmed after its result). One round trip.
+  std::vector<std::optional<Delivery>> job_entries(const std::vector<BuildRequest>& requests);
 
   // Every entry pending on `consumer` (any tenant, any lane): a restarted daemon hands back its
   // previous incarnation's entries.
@@ -265,6 +312,9 @@ class Queue {
   std::size_t promote_due();
   // kj_trim on every tenant stream (MINID below the oldest pending entry); returns entries removed.
   std::size_t trim();
+  // The same, fenced: refused (Fenced thrown) unless `fence` is the elected housekeeper's token.
+  std::size_t promote_due(const Fence& fence);
+  std::size_t trim(const Fence& fence);
 
   // Cancel markers (kj_cancel) and the check the daemon makes before and while running a job.
   void cancel_job(const std::string& tenant, const std::string& job_id, std::chrono::seconds ttl);
@@ -317,6 +367,8 @@ class Queue {
  private:
   std::optional<std::string> wait_result_until(const std::string& tenant, const std::string& job_id,
                                                std::chrono::steady_clock::time_point deadline);
+  std::size_t promote_due_impl(const Fence* fence);
+  std::size_t trim_impl(const Fence* fence);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
