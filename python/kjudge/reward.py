@@ -141,8 +141,9 @@ def _job_args(solution_str, ground_truth, extra_info, kwargs):
 
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, *, redis_url=None,
-                        timeout_s=900.0, on_error="raise", score_fn=None, progress=None, **kwargs):
-    """Judges a batch at once (one queue round trip); returns one reward dict per sample."""
+                        timeout_s=900.0, on_error="raise", score_fn=None, progress=None, results_out=None, **kwargs):
+    """Judges a batch at once (one queue round trip); returns one reward dict per sample.
+    results_out (a list): gets the kjudge.v1.Result of each sample (None: not judged)."""
     extra_infos = extra_infos if extra_infos is not None else [None] * len(solution_strs)
     items = []
     for source, sol, gt, extra in zip(data_sources, solution_strs, ground_truths, extra_infos):
@@ -154,6 +155,8 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
         items.append(args)
     try:
         results = judge_many(items, redis_url=redis_url, timeout_s=timeout_s, progress=progress)
+        if results_out is not None:
+            results_out.extend(results)
     except QueueError as e:
         return [_finish(None, "QUEUE_ERROR", None, str(e), score_fn, on_error) for _ in items]
     return [score_result(r, score_fn, on_error) for r in results]
