@@ -44,7 +44,13 @@ void parse_request(std::string_view bytes) {
   std::size_t used = 0;
   while (!ec && used < bytes.size() && !parser.is_done())
     used += parser.put(boost::asio::buffer(bytes.data() + used, bytes.size() - used), ec);
-  if (!ec && !parser.is_done()) parser.put_eof(ec);
+  if (ec == http::error::need_more) ec = {};
+  // The peer closed here. Like http::read: an end of stream before any byte is no message at all
+  // (put_eof asserts got_some()), after some bytes the parser decides whether the message ends.
+  if (!ec && !parser.is_done()) {
+    if (!parser.got_some()) return;
+    parser.put_eof(ec);
+  }
   if (ec || !parser.is_done()) return;
   const auto& req = parser.get();
   const auto auth = req[http::field::authorization];
