@@ -433,7 +433,14 @@ def main_all(a):
                 if a.deadline and time.time() + a.config_budget > a.deadline:
                     log(f"deadline near: {n}:{pool} round {rnd} not run")
                     continue
-                done.append(run_config(a, n, pool, clients, work, problems, rows_f, rnd))
+                try:
+                    done.append(run_config(a, n, pool, clients, work, problems, rows_f, rnd))
+                except Exception as exc:  # noqa: BLE001 -- said, and the next configuration runs
+                    log(f"configuration {n}:{pool} round {rnd} failed: {type(exc).__name__}: {exc}")
+                    with open(os.path.join(a.out, "summary.jsonl"), "a") as f:
+                        f.write(json.dumps({"config": f"n{n}-pool{'on' if pool else 'off'}-r{rnd}", "workers": n,
+                                            "pool": pool, "round": rnd, "failed": f"{type(exc).__name__}: {exc}"[:300]})
+                                + "\n")
     finally:
         rows_f.close()
         for c in clients:
