@@ -306,6 +306,11 @@ def run_config(a, n, pool, clients, work, problems, rows_f, rnd):
     per = max(1, len(clients) // n)
     mine = {i: clients[i * per:(i + 1) * per] for i in range(n)}
     summary = {"config": tag, "workers": n, "pool": pool, "round": rnd, "start_s": round(started, 2)}
+    # a configuration that hangs (a worker stalled, a candidate waiting on its channel) ends when
+    # its workers are killed: every job in flight then fails, and the next configuration runs
+    watchdog = threading.Timer(a.config_timeout, lambda: [w.proc.kill() for w in workers])
+    watchdog.daemon = True
+    watchdog.start()
     try:
         # warm-up: every worker loads every problem and makes its sets (not measured)
         t0 = time.time()
@@ -359,6 +364,7 @@ def run_config(a, n, pool, clients, work, problems, rows_f, rnd):
         with open(os.path.join(a.out, "calls.jsonl"), "a") as f:
             f.write(json.dumps({"config": tag, "jobs": len(batch_rows), "worker": wcalls, "candidate": ccalls}) + "\n")
     finally:
+        watchdog.cancel()
         for w in workers:
             w.stop()
         for w in workers:
@@ -437,6 +443,9 @@ def main_all(a):
                     done.append(run_config(a, n, pool, clients, work, problems, rows_f, rnd))
                 except Exception as exc:  # noqa: BLE001 -- said, and the next configuration runs
                     log(f"configuration {n}:{pool} round {rnd} failed: {type(exc).__name__}: {exc}")
+                    if a.counter and not done:  # the counter in the workers may be why: timings without it
+                        log("the first configuration failed: the workers run without the counter from now on")
+                        a.counter = ""
                     with open(os.path.join(a.out, "summary.jsonl"), "a") as f:
                         f.write(json.dumps({"config": f"n{n}-pool{'on' if pool else 'off'}-r{rnd}", "workers": n,
                                             "pool": pool, "round": rnd, "failed": f"{type(exc).__name__}: {exc}"[:300]})
@@ -469,6 +478,7 @@ def main(argv):
     ap.add_argument("--deadline", type=float, default=0.0, help="unix time: no configuration starts after "
                     "deadline - config-budget")
     ap.add_argument("--config-budget", type=float, default=45.0)
+    ap.add_argument("--config-timeout", type=float, default=120.0, help="a configuration's workers killed after")
     ap.add_argument("--tiny", action="store_true")
     return main_all(ap.parse_args(argv[1:]))
 
