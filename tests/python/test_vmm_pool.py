@@ -152,3 +152,46 @@ def test_a_pooled_buffer_exports_once_and_hands_over_duplicates(monkeypatch):
     assert buf.fd is None and buf.handle is None
     with pytest.raises(OSError):
         os.fstat(master)
+
+
+def test_a_job_retires_its_buffers_to_the_pool_only_once_its_channel_has_ended():
+    """Job.retire: `results` (the candidate's sandbox gone) pools the job's idle buffers if the
+    channel has ended; a channel still open (its serve thread may still hand buffers) closes them."""
+    from kjudge_worker.job import Job
+
+    for channel_ended, pooled in ((True, True), (False, False)):
+        pool = BufferPool(1 << 30)
+        job = Job.__new__(Job)
+        job.hand_overs = HandOvers(pool)
+        job.done = threading.Event()
+        if channel_ended:
+            job.done.set()
+        a = Buf(4096)
+        job.hand_overs.give(a)
+        job.retire(candidate_gone=True)
+        assert (pool.bytes == 4096 and not a.closed) if pooled else (pool.bytes == 0 and a.closed)
+
+
+def test_results_retire_the_job_as_gone_and_forget_as_possibly_alive(tmp_path):
+    """The worker's control requests: `results` comes once the candidate's sandbox has ended
+    (kernelbench_pipeline.cpp: run_harness, then candidate_end), so its buffers may serve others;
+    `forget` may come with the candidate unaccounted for, so they are closed."""
+    from kjudge_worker.server import Worker
+
+    worker = Worker(str(tmp_path), "cpu", "", 0.3, 30)
+    retired = []
+
+    class FakeJob:
+        def __init__(self, name):
+            self.name = name
+
+        def wait_results(self, timeout):
+            return {"sets": {}}
+
+        def retire(self, candidate_gone):
+            retired.append((self.name, candidate_gone))
+
+    worker.jobs = {"a": FakeJob("a"), "b": FakeJob("b")}
+    assert worker.handle({"op": "results", "job_id": "a"})["ok"]
+    assert worker.handle({"op": "forget", "job_id": "b"}) == {"ok": True}
+    assert retired == [("a", True), ("b", False)]
