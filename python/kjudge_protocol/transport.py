@@ -199,8 +199,9 @@ POOL_SHARE = 0.02  # of the device's memory: idle hand-over buffers the worker k
 
 
 def pool_enabled():
-    """KJUDGE_VMM_POOL=0: every hand-over makes and releases its buffer (the worker before the pool)."""
-    return os.environ.get("KJUDGE_VMM_POOL", "1") != "0"
+    """Off unless KJUDGE_VMM_POOL=1: the pool has not yet run on a GPU (bench/driver_calls measures
+    it first); off, every hand-over makes and releases its buffer."""
+    return os.environ.get("KJUDGE_VMM_POOL", "0") == "1"
 
 
 class BufferPool:

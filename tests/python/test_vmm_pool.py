@@ -80,7 +80,7 @@ def test_the_pool_keeps_at_most_its_capacity_and_drops_the_oldest_first():
 
 
 def test_no_pool_means_every_buffer_is_closed_when_given_back():
-    job = HandOvers(None)  # KJUDGE_VMM_POOL=0, or a CPU worker
+    job = HandOvers(None)  # the pool off (the default), or a CPU worker
     assert job.take(4096) is None
     a = Buf(4096)
     job.give(a)
@@ -88,7 +88,9 @@ def test_no_pool_means_every_buffer_is_closed_when_given_back():
     job.retire(candidate_gone=True)
 
 
-def test_the_switch_turns_the_pool_off(monkeypatch):
+def test_the_pool_is_off_unless_asked_for(monkeypatch):
+    monkeypatch.delenv("KJUDGE_VMM_POOL", raising=False)
+    assert not transport.pool_enabled() and transport.hand_over_pool(torch.device("cuda")) is None
     monkeypatch.setenv("KJUDGE_VMM_POOL", "0")
     assert transport.hand_over_pool(torch.device("cuda")) is None
     monkeypatch.setenv("KJUDGE_VMM_POOL", "1")
