@@ -12,6 +12,7 @@ import ctypes
 import fcntl
 import mmap
 import os
+import threading
 
 import torch
 
@@ -102,6 +103,7 @@ class VmmBuffer:
 
     def __init__(self, handle, ptr, size, device):
         self.handle, self.ptr, self.size, self.device = handle, ptr, size, device
+        self.fd = None  # its shareable handle, exported once (export_fd)
 
     @classmethod
     def create(cls, nbytes, device):
@@ -111,8 +113,9 @@ class VmmBuffer:
         handle = ctypes.c_ulonglong()
         args = (ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(d.prop(device)), ctypes.c_ulonglong(0))
         if d.lib.cuMemCreate(*args) != 0:
-            # torch's caching allocator keeps what it freed; VMM allocations come from outside it
-            torch.cuda.empty_cache()
+            # torch's caching allocator keeps what it freed, the hand-over pool its idle buffers;
+            # VMM allocations come from outside both
+            release_cached(torch.device("cuda", device))
             d.check(d.lib.cuMemCreate(*args), "cuMemCreate")
         return cls._mapped(handle, size, device, PROT_READWRITE)
 
@@ -145,11 +148,15 @@ class VmmBuffer:
         return cls(handle, ptr.value, size, device)
 
     def export_fd(self):
-        fd = ctypes.c_int(-1)
-        d = driver()
-        d.check(d.lib.cuMemExportToShareableHandle(ctypes.byref(fd), self.handle, _POSIX_FD, ctypes.c_ulonglong(0)),
-                "cuMemExportToShareableHandle")
-        return fd.value
+        """A new descriptor of the allocation (the caller closes it): exported from the driver
+        once, duplicated for each later hand-over of a pooled buffer."""
+        if self.fd is None:
+            fd = ctypes.c_int(-1)
+            d = driver()
+            d.check(d.lib.cuMemExportToShareableHandle(ctypes.byref(fd), self.handle, _POSIX_FD,
+                                                       ctypes.c_ulonglong(0)), "cuMemExportToShareableHandle")
+            self.fd = fd.value
+        return os.dup(self.fd)
 
     def tensor(self, dtype, shape):
         """A tensor over the mapping (no copy); valid while this buffer is open."""
@@ -163,6 +170,9 @@ class VmmBuffer:
         return raw[: numel * esize].view(dtype).view(shape)
 
     def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
         if self.handle is None:
             return
         d = driver()
@@ -172,6 +182,131 @@ class VmmBuffer:
         d.lib.cuMemAddressFree(ctypes.c_ulonglong(self.ptr), ctypes.c_size_t(self.size))
         d.lib.cuMemRelease(self.handle)
         self.handle = None
+
+
+# --- the worker's hand-over buffers, pooled ------------------------------------------------------
+#
+# Every input the worker hands a candidate was a fresh VMM allocation (cuMemCreate, reserve, map,
+# set access, export), unmapped and released again once the candidate was done with it: seven
+# driver calls and a device synchronisation per tensor and set, work the driver does under its
+# own locks. Pooled, a job's later sets reuse the buffers its earlier ones were handed in (the
+# candidate's own process mapped them already), and once its candidate is gone a job's buffers
+# serve the next jobs. Never another job's while its candidate may still run: an importer can
+# raise its access to read-write (bench/results/gpu_worker_probe), so a buffer still mapped by a
+# live candidate handed to another job would let the one write the other's inputs.
+
+POOL_SHARE = 0.02  # of the device's memory: idle hand-over buffers the worker keeps (drained when short)
+
+
+def pool_enabled():
+    """Off unless KJUDGE_VMM_POOL=1: the pool has not yet run on a GPU (bench/driver_calls measures
+    it first); off, every hand-over makes and releases its buffer."""
+    return os.environ.get("KJUDGE_VMM_POOL", "0") == "1"
+
+
+class BufferPool:
+    """Idle buffers (anything with `size` and `close()`) by exact size, at most `capacity` bytes
+    together; the least recently given back go first when a new one needs the room."""
+
+    def __init__(self, capacity):
+        self.capacity = int(capacity)
+        self.idle = []  # oldest first
+        self.bytes = 0
+        self.lock = threading.Lock()
+        self.made = self.reused = 0
+
+    def take(self, size):
+        with self.lock:
+            for i in range(len(self.idle) - 1, -1, -1):
+                if self.idle[i].size == size:
+                    self.bytes -= size
+                    self.reused += 1
+                    return self.idle.pop(i)
+        return None
+
+    def give(self, buf):
+        closing = [buf]
+        with self.lock:
+            if buf.size <= self.capacity:
+                closing = []
+                while self.idle and self.bytes + buf.size > self.capacity:
+                    old = self.idle.pop(0)
+                    self.bytes -= old.size
+                    closing.append(old)
+                self.idle.append(buf)
+                self.bytes += buf.size
+        for b in closing:
+            b.close()
+
+    def drain(self):
+        with self.lock:
+            idle, self.idle, self.bytes = self.idle, [], 0
+        for b in idle:
+            b.close()
+
+
+class HandOvers:
+    """The buffers one job hands its candidate: reused for the job's later sets, then (`retire`)
+    given to the worker's pool if the candidate's process is gone, else closed. `pool` None: no
+    pooling (each buffer closed when given back)."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.idle = []
+        self.open = pool is not None
+        self.lock = threading.Lock()
+        self.made = self.reused = 0
+
+    def take(self, size):
+        if not self.open:
+            return None
+        with self.lock:
+            for i in range(len(self.idle) - 1, -1, -1):
+                if self.idle[i].size == size:
+                    self.reused += 1
+                    return self.idle.pop(i)
+        buf = self.pool.take(size)
+        if buf is not None:
+            self.reused += 1
+        return buf
+
+    def give(self, buf):
+        with self.lock:
+            if self.open:
+                self.idle.append(buf)
+                return
+        buf.close()
+
+    def retire(self, candidate_gone):
+        """The job is over: its idle buffers to the worker's pool where no process of its candidate
+        can still map them (kjudged asks for `results` once the candidate's sandbox is gone), else
+        closed; buffers given back later are closed."""
+        with self.lock:
+            idle, self.idle, self.open = self.idle, [], False
+        for b in idle:
+            if candidate_gone and self.pool is not None:
+                self.pool.give(b)
+            else:
+                b.close()
+
+    def counts(self):
+        return {"made": self.made, "reused": self.reused}
+
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def hand_over_pool(device):
+    """The process's pool of idle hand-over buffers for `device` (None: off, or not a GPU)."""
+    global _pool
+    if device.type != "cuda" or not pool_enabled():
+        return None
+    with _pool_lock:
+        if _pool is None:
+            total = torch.cuda.get_device_properties(device).total_memory
+            _pool = BufferPool(int(os.environ.get("KJUDGE_VMM_POOL_BYTES", POOL_SHARE * total)))
+        return _pool
 
 
 # --- host: sealed memfd -------------------------------------------------------------------------
@@ -221,17 +356,28 @@ class HostBuffer:
 
 
 def release_cached(device):
-    """Give torch's cached free blocks back to the device (the worker's VMM copies and the
-    candidates' processes allocate outside this process's cache)."""
+    """Give torch's cached free blocks and the pool's idle hand-over buffers back to the device
+    (the worker's VMM copies and the candidates' processes allocate outside this process's cache)."""
     if device.type == "cuda":
+        if _pool is not None:
+            _pool.drain()
         torch.cuda.empty_cache()
 
 
-def export(t):
-    """(fd, holder) for a fresh shared copy of t; holder must stay open until the peer is done."""
+def export(t, hand_overs=None):
+    """(fd, holder) for a shared copy of t; holder must stay open until the peer is done.
+    hand_overs (the worker's HandOvers of the job): a buffer of the right size from the job's or
+    the worker's idle ones if there is one (the holder then goes back through hand_overs.give)."""
     if t.device.type == "cuda":
         nbytes = t.numel() * t.element_size()
-        buf = VmmBuffer.create(nbytes, t.device.index or 0)
+        device = t.device.index or 0
+        buf = None
+        if hand_overs is not None:
+            buf = hand_overs.take(driver().round_up(nbytes, device))
+        if buf is None:
+            buf = VmmBuffer.create(nbytes, device)
+            if hand_overs is not None:
+                hand_overs.made += 1
         buf.tensor(t.dtype, t.shape).copy_(t)
         torch.cuda.synchronize(t.device)  # the peer reads it as soon as it has the fd
         return buf.export_fd(), buf

@@ -133,6 +133,9 @@ class Job:
                         "judge_seconds": 0.0, "judge_seconds_by_request": {}, "settle_seconds": 0.0,
                         "worker_step_seconds": {}, "protocol_errors": [], "transport_errors": [], "worker_faults": []}
         self.steps = heavy.steps = Steps(self.results["worker_step_seconds"])
+        # the buffers its candidate is handed its inputs in: reused for its later sets, pooled
+        # for later jobs once the candidate is gone (transport.HandOvers; KJUDGE_VMM_POOL=0: none)
+        self.hand_overs = transport.HandOvers(transport.hand_over_pool(device))
         self.done = threading.Event()
         self.listener = None
 
@@ -545,7 +548,8 @@ class Job:
         descs, fds, holders, copies = [], [], [], []
         try:
             with self.steps.shared_gpu(self.lock_path), self.steps("export"):
-                exported = [transport.export(v) if isinstance(v, torch.Tensor) else None for v in values]
+                exported = [transport.export(v, self.hand_overs) if isinstance(v, torch.Tensor) else None
+                            for v in values]
             for v, ex in zip(values, exported):
                 if ex is not None:
                     fd, holder = ex
@@ -593,7 +597,7 @@ class Job:
             del copies
             for h in holders:
                 if h is not None:
-                    h.close()
+                    self.hand_overs.give(h)
             self.heavy.give_back()
 
     def take_output(self, op, msg, fds, shared):
@@ -688,7 +692,14 @@ class Job:
         if self.listener is not None and not self.done.wait(timeout):
             self.listener.close()
             self.results["channel_left_open"] = True  # not the candidate's doing: its sandbox is gone
+        self.results["hand_over_buffers"] = self.hand_overs.counts()
         return self.results
+
+    def retire(self, candidate_gone):
+        """The job is forgotten: its idle hand-over buffers to the worker's pool where its
+        candidate's process is gone and the channel has ended (kjudged asks for `results` after
+        the candidate's sandbox, every process in it, has ended), else closed."""
+        self.hand_overs.retire(candidate_gone and self.done.is_set())
 
 
 def reply_error(conn, text):

@@ -16,7 +16,7 @@ import traceback
 
 import torch
 
-from kjudge_protocol import node_identity, numerics, wire
+from kjudge_protocol import node_identity, numerics, transport, wire
 
 from . import candidate_share, lock_order, prepare_budget, problems, roofline, waits
 from .heavy_sections import HeavySections
@@ -87,9 +87,12 @@ class Worker:
             with self.jobs_lock:
                 clock = self.prepare_clocks.get(req.get("job_id"))
             return {"ok": True, "waited_seconds": clock.seconds_now() if clock is not None else 0.0}
-        if op == "results":
+        if op == "results":  # asked once the candidate's sandbox is gone (kernelbench_pipeline.cpp)
             job = self.pop(req)
-            return {"ok": True, **job.wait_results(float(req.get("timeout", 10)))}
+            try:
+                return {"ok": True, **job.wait_results(float(req.get("timeout", 10)))}
+            finally:
+                job.retire(candidate_gone=True)
         if op == "judge_seconds":  # the daemon, at the candidate's deadline: how much of it was ours
             with self.jobs_lock:
                 job = self.jobs.get(req.get("job_id"))
@@ -99,6 +102,7 @@ class Worker:
         if op == "forget":
             job = self.pop(req)
             job.wait_results(0)
+            job.retire(candidate_gone=False)
             return {"ok": True}
         raise ValueError(f"unknown op {op!r}")
 
@@ -237,7 +241,7 @@ class Worker:
             except DeviceUnavailable as exc:  # the node's GPU: kjudged retries and checks the GPU
                 reply = {"ok": False, "error": str(exc)[:2000], "fault": "device"}
             except torch.cuda.OutOfMemoryError as exc:  # other jobs' memory at this moment: kjudged retries
-                torch.cuda.empty_cache()
+                transport.release_cached(self.device)  # torch's cache and the idle hand-over buffers
                 reply = {"ok": False, "error": str(exc)[:2000], "fault": "resources"}
             except Exception as exc:  # noqa: BLE001 - the reference's errors go back to the daemon
                 reply = {"ok": False, "error": wire.error_text(exc), "error_type": type(exc).__name__,
