@@ -1,5 +1,5 @@
 """How much of the device the node's candidates may hold together: kjudged admits each candidate
-by the worker's estimate of its job beside the others running (src/worker/device_budget.h), within
+by the worker's estimate of its job beside the others running (src/pipeline/worker/device_budget.h), within
 this capacity. It is what the worker does not keep for itself. The worker's parts are shares of the
 device (its cache, its jobs' preparations) and a fixed part that does not grow with the device (the
 one large set in use with its transients, the contexts), so a larger device gives candidates a

@@ -116,6 +116,15 @@ class Heavy:
                 transport.release_cached(self.device)
 
 
+class ChannelHold:
+    """The candidate's hold of the GPU lock over its channel: none, shared or exclusive (`held`),
+    since when, and the reference's inputs for its loop beside the candidate's exclusive one."""
+
+    def __init__(self, lock_path):
+        self.lock, self.shared_lock = GpuLock(lock_path), GpuLock(lock_path, shared=True)
+        self.held, self.since, self.adjacent_pool = None, None, None
+
+
 class JobError(Exception):
     """The reference or the request is at fault (INVALID_JOB); anything else is ours."""
 
@@ -387,8 +396,9 @@ class Job:
         threading.Thread(target=self.serve, name=f"channel-{self.id}", daemon=True).start()
 
     def serve(self):
-        lock, shared_lock = GpuLock(self.lock_path), GpuLock(self.lock_path, shared=True)
-        held, held_since, adjacent_pool = None, None, None
+        """The candidate's channel, one request after another until the candidate's process is gone;
+        then whatever it still held (the GPU lock, its sets' shared copies) given back."""
+        hold = ChannelHold(self.lock_path)
         try:
             conn, _ = self.listener.accept()
         except OSError:
@@ -398,98 +408,118 @@ class Job:
         shared = {}  # set index -> (exported copies, holders)
         try:
             with conn:
-                while True:
-                    try:
-                        msg, fds = wire.recv(conn)
-                    except ValueError as exc:  # a malformed message: never the harness's
-                        self.results["protocol_errors"].append(str(exc))
-                        break
-                    except OSError:  # the candidate's process is gone (crashed, killed, timed out)
-                        break
-                    if msg is None:
-                        break
-                    op = msg.get("op")
-                    faults, heavy_before = len(self.results["worker_faults"]), self.heavy.waited
-                    self.judge_clock.begin()
-                    try:
-                        if held_since is not None and op in ("inputs", "output", "audit"):
-                            # the worker's GPU work waits for timed loops: asked inside one, it never starts
-                            raise ValueError(f"{op} while holding the GPU lock")
-                        if op == "inputs":
-                            with self.section(msg.get("set")), self.request_gpu_hold():
-                                self.send_inputs(conn, msg, shared)
-                        elif op in ("output", "audit"):
-                            with self.section(msg.get("set") if op == "output" else None), self.request_gpu_hold():
-                                self.take_output(op, msg, fds, shared)
-                            fds = []
-                            wire.send(conn, {"ok": True})
-                        elif op == "lock":
-                            if held is not None:
-                                raise ValueError("lock while holding the GPU lock")
-                            held = shared_lock if msg.get("shared") else lock
-                            if held is lock:  # before the lock: making a set needs the GPU lock shared
-                                adjacent_pool = self.adjacent_pool(shared)
-                            self.results["lock_wait_seconds"] += held.acquire()
-                            held_since = time.monotonic()
-                            if held is lock:  # the candidate times on a device at its working clock
-                                self.settle_for_candidate()
-                            wire.send(conn, {"ok": True})
-                        elif op == "unlock":
-                            if held is lock:  # the timed loop's exclusive hold
-                                self.results["candidate_sm_clock_mhz"].append(self.sm_clock.mhz())
-                                self.time_adjacent_baseline(adjacent_pool)
-                                adjacent_pool = None
-                                self.results["lock_seconds"] += time.monotonic() - held_since
-                            if held is not None:
-                                held.release()
-                            held, held_since = None, None
-                            wire.send(conn, {"ok": True})
-                        else:
-                            raise ValueError(f"unknown channel op {op!r}")
-                    except (ValueError, KeyError, TypeError) as exc:  # refused: not a request the harness makes
-                        self.results["protocol_errors"].append(f"{op}: {exc}")
-                        reply_error(conn, str(exc))
-                    except transport.VmmError as exc:  # shared memory that did not map: the candidate sees it
-                        if "OUT_OF_MEMORY" in str(exc):  # the worker's own copy found no room: ours
-                            self.note_out_of_memory(op, exc)
-                        else:
-                            self.results["transport_errors"].append(f"{op}: {exc}")
-                        reply_error(conn, str(exc))
-                    except torch.cuda.OutOfMemoryError as exc:  # ours: the worker's own memory
-                        self.note_out_of_memory(op, exc)
-                        reply_error(conn, "the judge's worker ran out of device memory")
-                    except ConnectionError:  # the candidate's process is gone mid-request
-                        break
-                    except Exception as exc:  # noqa: BLE001 -- ours (a CUDA error, a bug): said, never a closed channel
-                        self.results["worker_faults"].append(f"{op}: {type(exc).__name__}: {str(exc)[:300]}")
-                        reply_error(conn, "the judge's worker failed serving this request")
-                    finally:
-                        # the candidate waited for the judge (sets, comparisons, GPU lock, the
-                        # reference's loop beside its own): time of its limit that is not its own
-                        spent = self.judge_clock.end()
-                        self.results["judge_seconds"] = self.judge_clock.seconds_now()
-                        self.note_judge_seconds(op, spent, self.heavy.waited - heavy_before)
-                        for fd in fds:  # those no request took (take_output takes its own)
-                            os.close(fd)
-                        if len(self.results["worker_faults"]) > faults:
-                            # only now, with the exception and its frames' 6 GB sets gone, can
-                            # torch's cache give that memory back to the device
-                            transport.release_cached(self.device)
+                while self.serve_request(conn, hold, shared):
+                    pass
         except Exception as exc:  # noqa: BLE001 -- ours: said in the result, never a silent close
             self.results["worker_faults"].append(f"channel: {type(exc).__name__}: {str(exc)[:300]}")
         finally:
-            if held is lock:
-                self.results["lock_seconds"] += time.monotonic() - held_since
-            if held is not None:
-                held.release()
-            for k in list(shared):  # each set's copies freed, whatever the check of another did
-                try:
-                    with self.section(k), self.request_gpu_hold():
-                        self.check_and_free(k, shared)
-                except (torch.cuda.OutOfMemoryError, transport.VmmError) as exc:
-                    self.note_out_of_memory("input check", exc)
-            self.heavy.give_back()  # what a failed check held, with its exception gone
-            self.done.set()
+            self.close_channel(hold, shared)
+
+    def serve_request(self, conn, hold, shared):
+        """One request of the candidate's channel, answered; False once the channel is done."""
+        try:
+            msg, fds = wire.recv(conn)
+        except ValueError as exc:  # a malformed message: never the harness's
+            self.results["protocol_errors"].append(str(exc))
+            return False
+        except OSError:  # the candidate's process is gone (crashed, killed, timed out)
+            return False
+        if msg is None:
+            return False
+        op = msg.get("op")
+        faults, heavy_before = len(self.results["worker_faults"]), self.heavy.waited
+        self.judge_clock.begin()
+        try:
+            if hold.since is not None and op in ("inputs", "output", "audit"):
+                # the worker's GPU work waits for timed loops: asked inside one, it never starts
+                raise ValueError(f"{op} while holding the GPU lock")
+            if op == "inputs":
+                with self.section(msg.get("set")), self.request_gpu_hold():
+                    self.send_inputs(conn, msg, shared)
+            elif op in ("output", "audit"):
+                with self.section(msg.get("set") if op == "output" else None), self.request_gpu_hold():
+                    self.take_output(op, msg, fds, shared)
+                fds = []
+                wire.send(conn, {"ok": True})
+            elif op == "lock":
+                self.take_gpu_lock(hold, msg, shared)
+                wire.send(conn, {"ok": True})
+            elif op == "unlock":
+                self.give_gpu_lock(hold)
+                wire.send(conn, {"ok": True})
+            else:
+                raise ValueError(f"unknown channel op {op!r}")
+        except (ValueError, KeyError, TypeError) as exc:  # refused: not a request the harness makes
+            self.results["protocol_errors"].append(f"{op}: {exc}")
+            reply_error(conn, str(exc))
+        except transport.VmmError as exc:  # shared memory that did not map: the candidate sees it
+            if "OUT_OF_MEMORY" in str(exc):  # the worker's own copy found no room: ours
+                self.note_out_of_memory(op, exc)
+            else:
+                self.results["transport_errors"].append(f"{op}: {exc}")
+            reply_error(conn, str(exc))
+        except torch.cuda.OutOfMemoryError as exc:  # ours: the worker's own memory
+            self.note_out_of_memory(op, exc)
+            reply_error(conn, "the judge's worker ran out of device memory")
+        except ConnectionError:  # the candidate's process is gone mid-request
+            return False
+        except Exception as exc:  # noqa: BLE001 -- ours (a CUDA error, a bug): said, never a closed channel
+            self.results["worker_faults"].append(f"{op}: {type(exc).__name__}: {str(exc)[:300]}")
+            reply_error(conn, "the judge's worker failed serving this request")
+        finally:
+            # the candidate waited for the judge (sets, comparisons, GPU lock, the
+            # reference's loop beside its own): time of its limit that is not its own
+            spent = self.judge_clock.end()
+            self.results["judge_seconds"] = self.judge_clock.seconds_now()
+            self.note_judge_seconds(op, spent, self.heavy.waited - heavy_before)
+            for fd in fds:  # those no request took (take_output takes its own)
+                os.close(fd)
+            if len(self.results["worker_faults"]) > faults:
+                # only now, with the exception and its frames' 6 GB sets gone, can
+                # torch's cache give that memory back to the device
+                transport.release_cached(self.device)
+        return True
+
+    def take_gpu_lock(self, hold, msg, shared):
+        """The candidate's "lock": the GPU lock shared (its correctness calls, the traced pass) or
+        exclusive (its timed loop: the reference's inputs for the loop beside it made first, the
+        device settled at its working clock once held)."""
+        if hold.held is not None:
+            raise ValueError("lock while holding the GPU lock")
+        hold.held = hold.shared_lock if msg.get("shared") else hold.lock
+        if hold.held is hold.lock:  # before the lock: making a set needs the GPU lock shared
+            hold.adjacent_pool = self.adjacent_pool(shared)
+        self.results["lock_wait_seconds"] += hold.held.acquire()
+        hold.since = time.monotonic()
+        if hold.held is hold.lock:  # the candidate times on a device at its working clock
+            self.settle_for_candidate()
+
+    def give_gpu_lock(self, hold):
+        """The candidate's "unlock": after its timed loop, the reference's loop in the same hold."""
+        if hold.held is hold.lock:  # the timed loop's exclusive hold
+            self.results["candidate_sm_clock_mhz"].append(self.sm_clock.mhz())
+            self.time_adjacent_baseline(hold.adjacent_pool)
+            hold.adjacent_pool = None
+            self.results["lock_seconds"] += time.monotonic() - hold.since
+        if hold.held is not None:
+            hold.held.release()
+        hold.held, hold.since = None, None
+
+    def close_channel(self, hold, shared):
+        """The channel is done: the GPU lock given back if the candidate still held it, each set's
+        shared copies checked and freed, the job marked done."""
+        if hold.held is hold.lock:
+            self.results["lock_seconds"] += time.monotonic() - hold.since
+        if hold.held is not None:
+            hold.held.release()
+        for k in list(shared):  # each set's copies freed, whatever the check of another did
+            try:
+                with self.section(k), self.request_gpu_hold():
+                    self.check_and_free(k, shared)
+            except (torch.cuda.OutOfMemoryError, transport.VmmError) as exc:
+                self.note_out_of_memory("input check", exc)
+        self.heavy.give_back()  # what a failed check held, with its exception gone
+        self.done.set()
 
     def settle_for_candidate(self):
         """Under the exclusive lock, before the candidate's loop: the device busied until its SM

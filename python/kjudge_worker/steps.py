@@ -27,7 +27,7 @@ class Steps:
     @contextlib.contextmanager
     def shared_gpu(self, lock_path):
         """The GPU lock held shared (the worker's GPU work never overlaps a timed loop), its wait
-        counted as `gpu_lock_wait_shared`; a step of a request that holds it already (Job.serve)
+        counted as `gpu_lock_wait_shared`; a step of a request that holds it already (Job.serve_request)
         goes on under that hold."""
         if lock_order.holds("gpu"):
             yield

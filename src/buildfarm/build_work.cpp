@@ -6,8 +6,8 @@
 #include <set>
 #include <variant>
 
+#include "common/job_clock.h"
 #include "common/log.h"
-#include "daemon/job_clock.h"
 #include "pipeline/judge.h"
 #include "pipeline/kernelbench/kernelbench_build.h"
 #include "pipeline/job/validate.h"

@@ -135,7 +135,7 @@ struct KernelBenchConfig {
   // leaves them (python/kjudge_worker/candidate_share.py), a set share for a GPU shared with others.
   double candidate_device_share = 0;
   // How long a candidate waiting for device memory at the head of the line may be passed by later
-  // ones that fit within its reservation (src/worker/device_budget.h); 0: strict arrival order.
+  // ones that fit within its reservation (src/pipeline/worker/device_budget.h); 0: strict arrival order.
   double admission_backfill_seconds = 0;
 };
 

@@ -14,17 +14,17 @@
 #include <set>
 #include <variant>
 
+#include "common/job_clock.h"
 #include "common/log.h"
 #include "common/redis_endpoint.h"
 #include "common/sha256.h"
-#include "daemon/job_clock.h"
 #include "kjsandbox/policy.h"
 #include "pipeline/run/gpu_lock.h"
 #include "pipeline/run/harness_step.h"
 #include "pipeline/judge.h"
 #include "pipeline/verdict/verdict.h"
 #include "pipeline/kernelbench/kernelbench_build.h"
-#include "worker/worker_pool.h"
+#include "pipeline/worker/worker_pool.h"
 #include "pipeline/run/sandbox_profiles.h"
 #include "pipeline/job/validate.h"
 #include "pipeline/run/workspace.h"

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "worker/device_budget.h"
+#include "pipeline/worker/device_budget.h"
 
 namespace {
 using namespace std::chrono_literals;

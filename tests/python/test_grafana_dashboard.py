@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "kjudge.json"
-EXPORTERS = ["src/daemon", "src/buildfarm", "src/gateway", "src/pipeline", "src/worker"]
+EXPORTERS = ["src/daemon", "src/buildfarm", "src/gateway", "src/pipeline"]  # src/pipeline/worker too
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
 

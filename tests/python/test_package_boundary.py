@@ -1,6 +1,7 @@
 """The trust boundary in Python is the package boundary: kjudge_harness runs in the candidate's
 process (untrusted), kjudge_worker is the judge's trusted side, and what both use lives in
-kjudge_protocol. Neither side imports the other, and the shared package imports neither."""
+kjudge_protocol. Neither side imports the other, and the shared package imports neither; the client
+(kjudge) imports neither side. scripts/check_layers checks the same table."""
 import ast
 from pathlib import Path
 
@@ -8,7 +9,8 @@ import pytest
 
 PYTHON = Path(__file__).resolve().parents[2] / "python"
 FORBIDDEN = {"kjudge_harness": {"kjudge_worker"}, "kjudge_worker": {"kjudge_harness"},
-             "kjudge_protocol": {"kjudge_harness", "kjudge_worker"}}
+             "kjudge_protocol": {"kjudge_harness", "kjudge_worker"},
+             "kjudge": {"kjudge_harness", "kjudge_worker"}}
 
 
 def imported_packages(path):

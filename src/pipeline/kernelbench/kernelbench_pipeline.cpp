@@ -38,9 +38,9 @@
 #include "pipeline/checks/stats.h"
 #include "pipeline/run/workspace.h"
 #include "runner/engine_math.h"
-#include "worker/device_budget.h"
-#include "worker/worker_job.h"
-#include "worker/worker_pool.h"
+#include "pipeline/worker/device_budget.h"
+#include "pipeline/worker/worker_job.h"
+#include "pipeline/worker/worker_pool.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/job_clock.h"
+#include "common/job_clock.h"
 #include "daemon/metrics.h"
 #include "pipeline/job/validate.h"
 

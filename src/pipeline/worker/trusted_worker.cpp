@@ -1,4 +1,4 @@
-#include "worker/trusted_worker.h"
+#include "pipeline/worker/trusted_worker.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "worker/worker_pool.h"
+#include "pipeline/worker/worker_pool.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

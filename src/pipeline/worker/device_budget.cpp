@@ -1,4 +1,4 @@
-#include "worker/device_budget.h"
+#include "pipeline/worker/device_budget.h"
 
 #include <iterator>
 

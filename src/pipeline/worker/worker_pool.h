@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/config.h"
-#include "worker/trusted_worker.h"
+#include "pipeline/worker/trusted_worker.h"
 
 namespace kj {
 

@@ -1,4 +1,4 @@
-#include "worker/worker_job.h"
+#include "pipeline/worker/worker_job.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "worker/trusted_worker.h"
+#include "pipeline/worker/trusted_worker.h"
 
 namespace kj {
 
