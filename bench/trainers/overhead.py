@@ -67,12 +67,13 @@ def fenced(path):
     return "Here is my kernel.\n```python\n%s```\n" % path.read_text()
 
 
-def completions(mix, n):
+def completions(mix, n, salt=""):
+    """N distinct completions (salt: so no two steps send the same text)."""
     if mix == "fast":
-        return [NO_CODE + "\n(sample %d)" % i for i in range(n)]
+        return [NO_CODE + "\n(sample %s%d)" % (salt, i) for i in range(n)]
     kinds = [fenced(TASK / "cpu_ok.py"), fenced(TASK / "cpu_cheat_identity.py"),
              fenced(TASK / "cpu_cheat_channel_probe.py"), NO_CODE]
-    return [kinds[i % 4] + "\n# sample %d\n" % i for i in range(n)]
+    return [kinds[i % 4] + "\n# sample %s%d\n" % (salt, i) for i in range(n)]
 
 
 # -- the judge ---------------------------------------------------------------------------------
@@ -273,7 +274,6 @@ def main():
     opts = {"backend": "cpu"}
     if a.mix == "real":
         opts["trials"] = 5
-    texts = completions(a.mix, a.n)
     info = dict(machine(), n=a.n, reps=a.reps, mix=a.mix, workers=a.workers)
     log("starting redis-server and kjudged (%s)" % a.build_dir)
     judge = Judge(a.build_dir, a.workers)
@@ -291,11 +291,12 @@ def main():
                "openrlhf": lambda t: run_openrlhf(server, t, reference)}
         for rep in range(a.reps):
             for path in paths:  # interleaved: each path meets the same load drift
-                row = measure(judge, path, fns[path], texts)
+                row = measure(judge, path, fns[path], completions(a.mix, a.n, "%s-%d-" % (path, rep)))
                 row["rep"] = rep
                 row["loadavg_1"] = round(os.getloadavg()[0], 2)
                 rows.append(row)
                 log(json.dumps(row))
+        texts = completions(a.mix, a.n, "cpu-")
         results = [judge.client.get_result("dev", j) for j in run_verl_batch(judge, texts, reference, opts)[0]]
         info["client_cpu"] = cpu_costs(reference, texts, results)
         info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]

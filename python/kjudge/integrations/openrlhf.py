@@ -28,7 +28,12 @@ Not scored is not the candidate's: OpenRLHF needs a number for every sample, so 
 did not score (an infrastructure fault, a bad reference, no verdict by --deadline-s) gets
 --unscored (default 0.0) with extra_logs kjudge_scored 0 and kjudge_infra_error 1, which OpenRLHF
 averages into its logged metrics; the verdicts are in the reply's "verdicts". --deadline-s
-(default 170) stays under OpenRLHF's own 180 s request timeout: past it the jobs are cancelled."""
+(default 170) stays under OpenRLHF's own 180 s request timeout: past it the jobs are cancelled.
+
+Retries are idempotent: a job's id is a hash of the tenant, the query, its prompt and label and
+its place in the request, so OpenRLHF posting a request again (its client retries on a timeout or
+a broken connection) waits for the jobs of the first post instead of queueing new ones. The same
+query posted again while its result is kept (1 h) gets that result."""
 
 import argparse
 import base64
@@ -45,7 +50,7 @@ from kjudge import keys
 from kjudge.client import QueueError
 from kjudge.gateway_client import GatewayClient, GatewayError, is_gateway_url
 from kjudge.integrations.pool import JudgePool
-from kjudge.jobs import build_job, new_job_id
+from kjudge.jobs import build_job
 from kjudge.reward import JOB_OPTIONS, _finish, score_result
 
 _NOT_FROM_LABEL = ("tenant", "job_id", "meta")
@@ -61,6 +66,16 @@ def response_of(query, prompt):
         if at >= 0:
             return query[at + len(prompt):]
     return query
+
+
+def request_job_id(who, query, prompt, label, index):
+    """The job id of a request's index-th query: the same request posted again names the same job."""
+    h = hashlib.sha256()
+    for part in (who or "", query, prompt or "", label if isinstance(label, str) else json.dumps(label, sort_keys=True),
+                 str(index)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return "orl-" + h.hexdigest()[:40]
 
 
 class KjudgeRewardServer(ThreadingHTTPServer):
@@ -125,13 +140,13 @@ class KjudgeRewardServer(ThreadingHTTPServer):
     def score(self, queries, prompts, labels, *, tenant=None, token=None):
         """(rewards, details) for a request's queries; details: one reward dict per query
         (kjudge.reward's, plus job_id)."""
-        prefix = new_job_id("orl")
         jobs, details = [], [None] * len(queries)
         for i, (query, prompt, label) in enumerate(zip(queries, prompts, labels)):
             args = self.job_args(label)
             try:
                 jobs.append((i, build_job(args.pop("reference"), completion=response_of(query, prompt),
-                                          job_id="%s-%d" % (prefix, i), tenant=tenant or None,
+                                          job_id=request_job_id(tenant or token, query, prompt, label, i),
+                                          tenant=tenant or None,
                                           meta={"data_source": "openrlhf"}, **args)))
             except (TypeError, ValueError) as e:  # the label's options: the dataset's fault
                 details[i] = _finish(None, "INVALID_JOB", None, "bad label: %s" % e, None, "none")
@@ -176,7 +191,10 @@ class _Handler(BaseHTTPRequestHandler):
         if status == 401:
             self.send_header("WWW-Authenticate", 'Bearer realm="kjudge", Basic realm="kjudge"')
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the trainer gave up on this request (its timeout); a retry waits for the same jobs
 
     def _token(self):
         auth = self.headers.get("Authorization", "")

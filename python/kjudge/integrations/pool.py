@@ -28,7 +28,7 @@ _IDLE_EXIT_S = 30.0   # a tenant's waiter thread ends after this long with nothi
 class _TenantWaiter:
     def __init__(self, pool, tenant):
         self.pool, self.tenant = pool, tenant
-        self.waiting = {}                      # job_id -> concurrent.futures.Future
+        self.waiting = {}                      # job_id -> [concurrent.futures.Future]: its callers
         self.lock = threading.Lock()
         self.thread = None
         self.cursor = None
@@ -37,7 +37,7 @@ class _TenantWaiter:
         futures = [concurrent.futures.Future() for _ in job_ids]
         with self.lock:
             for job_id, fut in zip(job_ids, futures):
-                self.waiting[job_id] = fut
+                self.waiting.setdefault(job_id, []).append(fut)
             if self.thread is None:
                 # the cursor is taken before any of these jobs can finish (they are not submitted yet)
                 self.cursor = self._newest()
@@ -45,10 +45,14 @@ class _TenantWaiter:
                 self.thread.start()
         return futures
 
-    def drop(self, job_ids):
+    def drop(self, job_ids, futures):
         with self.lock:
-            for job_id in job_ids:
-                self.waiting.pop(job_id, None)
+            for job_id, fut in zip(job_ids, futures):
+                waiting = self.waiting.get(job_id, [])
+                if fut in waiting:
+                    waiting.remove(fut)
+                if not waiting:
+                    self.waiting.pop(job_id, None)
 
     def _newest(self):
         c = self.pool.client
@@ -62,9 +66,11 @@ class _TenantWaiter:
             if raw is None:
                 continue
             with self.lock:
-                fut = self.waiting.pop(job_id, None)
-            if fut is not None and not fut.done():
-                fut.set_result(_parse_result(raw))
+                futures = self.waiting.pop(job_id, [])
+            result = _parse_result(raw)
+            for fut in futures:
+                if not fut.done():
+                    fut.set_result(result)
 
     def _run(self):
         c, p = self.pool.client, self.pool.partition
@@ -98,9 +104,10 @@ class _TenantWaiter:
                 # the queue is unreachable: every waiting caller learns it now, not at its deadline
                 with self.lock:
                     failed, self.waiting = self.waiting, {}
-                for fut in failed.values():
-                    if not fut.done():
-                        fut.set_exception(e)
+                for futures in failed.values():
+                    for fut in futures:
+                        if not fut.done():
+                            fut.set_exception(e)
                 time.sleep(0.5)
 
 
@@ -144,9 +151,11 @@ class JudgePool:
         waiter = self._waiter(tenant)
         futures = waiter.add(ids)
         try:
+            # a job id already in the queue (a caller's retry) is not queued again: its verdict
+            # reaches every caller waiting for it
             self.client.submit_many(jobs, self.partition)
         except QueueError:
-            waiter.drop(ids)
+            waiter.drop(ids, futures)
             for job_id in ids:  # those queued before the failure would run for nobody
                 try:
                     self.client.cancel(tenant, job_id, self.partition)
@@ -157,9 +166,9 @@ class JudgePool:
 
     def _give_up(self, tenant, ids, futures):
         """Cancels (in the queue) the jobs whose futures are not done; their results are None."""
-        late = [j for j, f in zip(ids, futures) if not f.done()]
-        self._waiter(tenant).drop(late)
-        for job_id in late:
+        late = [(j, f) for j, f in zip(ids, futures) if not f.done()]
+        self._waiter(tenant).drop([j for j, _f in late], [f for _j, f in late])
+        for job_id, _f in late:
             try:
                 self.client.cancel(tenant, job_id, self.partition)
             except QueueError:
