@@ -19,9 +19,11 @@ fault, a bad reference, past the deadline `timeout_s`) gets `unscored` (default 
 candidate's score. The repair rollout with kjudge.turns: repair_rewards below."""
 
 from kjudge import turns
+from kjudge.client import QueueError
+from kjudge.integrations.pool import JudgePool
 from kjudge.jobs import build_job
-from kjudge.judging import judge_many, judge_many_async
-from kjudge.reward import _job_args, compute_score_batch as _batch, score_result
+from kjudge.judging import judge_many
+from kjudge.reward import _finish, _job_args, compute_score_batch as _batch, score_result
 
 UNSCORED = 0.0
 _EXTRA_KEYS = ("verdict", "speedup", "scored", "infra_error", "policy")
@@ -50,14 +52,22 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 
 async def compute_score_async(data_source, solution_str, ground_truth, extra_info=None, *, redis_url=None,
                               timeout_s=900.0, unscored=UNSCORED, **kwargs):
-    """compute_score for veRL's reward loop, which awaits an async reward function on its event
-    loop: the wait runs in a worker thread (kjudge.judge_many_async), never on the loop."""
+    """compute_score for veRL's reward loop, which awaits an async reward function per sample, all
+    of a step's samples at once, on its event loop. The samples share one JudgePool per URL: each
+    call submits its job and awaits its verdict without holding a thread (one thread per tenant
+    reads the queue's completion stream), so the loop is never blocked and a step's samples are
+    all in the queue at once, not a thread pool's worth at a time."""
     args = _job_args(solution_str, ground_truth, extra_info, kwargs)
     meta = dict(args.get("meta") or {})
     meta.setdefault("data_source", str(data_source))
     args["meta"] = meta
-    [result] = await judge_many_async([build_job(args.pop("reference"), **args)], redis_url=redis_url,
-                                      timeout_s=timeout_s)
+    try:
+        job = build_job(args.pop("reference"), **args)
+        [result] = await JudgePool.for_url(redis_url).judge_async([job], timeout_s=timeout_s)
+    except QueueError as e:
+        return _for_verl(_finish(None, "QUEUE_ERROR", None, str(e), None, "none"), unscored)
+    except (TypeError, ValueError) as e:  # the sample's options: the dataset's, not the candidate's
+        return _for_verl(_finish(None, "INVALID_JOB", None, str(e), None, "none"), unscored)
     return _for_verl(score_result(result, on_error="none"), unscored)
 
 
