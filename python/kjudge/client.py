@@ -58,6 +58,12 @@ def _connect(url: str, connect_timeout_s: float) -> redis.Redis:
     raise QueueError("redis url %r: unsupported scheme (use unix://, tcp://, redis:// or redis+sentinel://)" % url)
 
 
+def server_message(error: redis.ResponseError) -> str:
+    """Redis's own error text: redis-py puts "Command # N (...) of pipeline caused error: " before
+    the reply of a command sent in a pipeline (submit's write and its WAIT go as one)."""
+    return str(error).rpartition(" of pipeline caused error: ")[2]
+
+
 def _check_names(tenant: str, job_id: str) -> None:
     if not keys.valid_tenant(tenant):
         raise QueueError("invalid tenant %r (want [a-z0-9_-]{1,64})" % (tenant,))
@@ -102,9 +108,10 @@ class Client:
         try:
             return ha.retrying(lambda: fn(*args, **kwargs), self._failover_wait)
         except redis.ResponseError as e:
-            if str(e).startswith("QUEUEFULL"):
-                raise QueueFull(str(e)[len("QUEUEFULL "):]) from e
-            if "Function not found" in str(e):
+            message = server_message(e)
+            if message.startswith("QUEUEFULL"):
+                raise QueueFull(message[len("QUEUEFULL "):]) from e
+            if "Function not found" in message:
                 raise QueueError(
                     "the kjudge functions are not loaded in Redis at %s: start kjudged "
                     "(it loads them) or call Client.load_functions()" % self.url) from e

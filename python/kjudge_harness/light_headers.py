@@ -26,7 +26,7 @@ A light header declares a subset of torch's names, so only a name the full heade
 the result, through a lookup that is not qualified: code inside torch's namespaces or with them
 brought into its scope (`using namespace torch`, SCOPE_HAZARD: no shortcut for that file); a
 global name, or one of std's under `using namespace std`, that only the full closure's system
-headers declare (the light headers include Python.h and FULL_ONLY_STD, the minimal one the
+headers declare (the light headers include Python.h, frameobject.h and FULL_ONLY_STD, the minimal one the
 standard headers ATen brings); a macro or a name of torch's Python API only the full headers
 define (FULL_ONLY_NAMES: no shortcut for a file naming one); or, for the minimal header, which
 lacks ATen's functions, a function of the candidate's own with an ATen operator's name and a
@@ -52,9 +52,10 @@ from .scoped_env import scoped_env
 # torch/types.h's: their names are std's (read unqualified under `using namespace std`) and
 # <cxxabi.h>'s global `abi` (tests/python/test_build_corpus.py compares the closures)
 FULL_ONLY_STD = ("cxxabi.h", "forward_list", "queue", "stack", "valarray")
-# Python.h: the global names torch/extension.h brings besides torch's own (its C library headers)
+# Python.h and frameobject.h (which pybind11 adds): the global names torch/extension.h brings
+# besides torch's own (Python's C API and its C library headers)
 LIGHT_EXTENSION_H = ("#pragma once\n// kjudge: the light stand-in for the .cu (see light_headers.py)\n"
-                     "#include <Python.h>\n#include <torch/types.h>\n"
+                     "#include <Python.h>\n#include <frameobject.h>\n#include <torch/types.h>\n"
                      + "".join(f"#include <{h}>\n" for h in FULL_ONLY_STD))
 LIGHT_MAIN_H = ("#pragma once\n// kjudge: the light stand-in for main.cpp (see light_headers.py)\n#include <torch/types.h>\n"
                 "#include <torch/csrc/utils/pybind.h>\n#include <torch/csrc/Exceptions.h>\n#include <queue>\n")

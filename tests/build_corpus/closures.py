@@ -36,7 +36,9 @@ def preprocess(compiler, source, shadow, work, macros):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     if macros:
         return {m.group(1) for m in re.finditer(r"^#define (\w+)", out, re.M)}
-    return {p for p in out.replace("\\\n", " ").split() if p.startswith("/usr/include/")}
+    # the system's headers and the interpreter's (Python's C API, wherever this python keeps it)
+    roots = ("/usr/include/", os.path.join(sysconfig.get_paths()["include"], ""))
+    return {p for p in out.replace("\\\n", " ").split() if p.startswith(roots)}
 
 
 def only_in_full(compiler, full_source, light_source, shadow, work):

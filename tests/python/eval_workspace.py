@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,15 +30,21 @@ def suite_config(state):
 def suite_pch():
     """The suite's precompiled torch/extension.h (cpu), made first if it is missing: by a `kjudge eval`
     of the suite's first job, which takes the judge's own lock on the header (so it waits for the
-    suite's making of it, or the suite for its) and leaves a build the suite replays."""
+    suite's making of it, or the suite for its). The candidate's text is made new (a comment) so
+    that its build is never replayed from the cache, which would not need the header; a failure
+    the judge recorded (it waits an hour before trying again) is cleared: this call asks for it."""
     pch = SUITE_CACHE / "torch-pch" / "cpu"
     if (pch / "pch" / "torch" / "extension.h.gch").is_dir():
         return pch
     state = Path(tempfile.mkdtemp(prefix="kjudge-pch-state."))
     state.chmod(0o711)
     try:
+        candidate = state / "cpu_ok.py"
+        candidate.write_text((FIRST_TASK / "cpu_ok.py").read_text() + f"\n# suite_pch {time.time_ns()}\n")
+        candidate.chmod(0o644)
+        (pch.parent / "cpu.failed").unlink(missing_ok=True)
         p = subprocess.run([str(BUILD / "bin/kjudge"), "eval", "-c", str(suite_config(state)), "--kb-reference",
-                            str(FIRST_TASK / "reference.py"), "--kb-candidate", str(FIRST_TASK / "cpu_ok.py"),
+                            str(FIRST_TASK / "reference.py"), "--kb-candidate", str(candidate),
                             "--backend", "cpu", "--json", "--trials", "10"], capture_output=True, text=True, timeout=1800)
     finally:
         shutil.rmtree(state, ignore_errors=True)

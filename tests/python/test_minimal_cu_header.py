@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,8 @@ def load_inline_cu(tmp_path, source, shadow):
     front of torch's include dirs as NVCC_PREPEND_FLAGS puts it; (status, messages)."""
     cu = tmp_path / "cuda.cu"
     cu.write_text(light_headers.LOAD_INLINE_CU_HEAD + source)
-    includes = [f for d in cpp_extension.include_paths() for f in ("-isystem", d)]
+    # torch's include dirs and Python's, as load_inline passes them
+    includes = [f for d in cpp_extension.include_paths() + [sysconfig.get_paths()["include"]] for f in ("-isystem", d)]
     cmd = [NVCC, "-I" + shadow, "-c", str(cu), "-o", str(tmp_path / "cuda.o"), "-std=c++17",
            "--compiler-options", "-fPIC", "-gencode=arch=compute_90a,code=sm_90a"] + includes
     done = subprocess.run(cmd, capture_output=True, text=True)
