@@ -110,7 +110,7 @@ def check(client, scores, infos, tag):
     return max(finished)
 
 
-def setup(redis_url, tmp_path):
+def tenant_rows_and_tokenizer(redis_url, tmp_path):
     client = Client(redis_url)
     client.cancel_batch("dev", "doomed")
     rows = {r["problem_id"]: r for r in problem_rows([(p, TASKS / p / "reference.py") for p in
@@ -122,7 +122,7 @@ def setup(redis_url, tmp_path):
 
 
 def test_verl_reward_loop_calls_compute_score_async(redis_url, daemon, tmp_path):  # noqa: F811
-    client, rows, tok, tok_dir = setup(redis_url, tmp_path)
+    client, rows, tok, tok_dir = tenant_rows_and_tokenizer(redis_url, tmp_path)
     cfg = config(tok_dir, redis_url, "compute_score_async")
     data = batch(tok, rows, "loop")
 
@@ -145,7 +145,7 @@ def test_verl_reward_loop_calls_compute_score_async(redis_url, daemon, tmp_path)
 
 
 def test_verl_batch_reward_manager_calls_compute_score_batch(redis_url, daemon, tmp_path):  # noqa: F811
-    client, rows, tok, tok_dir = setup(redis_url, tmp_path)
+    client, rows, tok, tok_dir = tenant_rows_and_tokenizer(redis_url, tmp_path)
     cfg = config(tok_dir, redis_url, "compute_score_batch")
     fn = get_custom_reward_fn(cfg)
     manager = BatchRewardManager(tokenizer=tok, num_examine=0, compute_score=fn)
