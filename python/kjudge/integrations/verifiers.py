@@ -295,7 +295,7 @@ def env_config(*, max_turns=1, dataset=None, levels=None, problems=None, prompt_
     for key, value in (("dataset", dataset), ("levels", levels), ("problems", problems),
                        ("prompt_template", prompt_template)):
         if value is not None:
-            taskset[key] = [list(p) for p in value] if key == "problems" else value
+            taskset[key] = [[str(i), str(p)] for i, p in value] if key == "problems" else value
     data = {"taskset": taskset, **(env or {})}
     if max_turns > 1:
         data.update(id=REPAIR_ENV_ID, max_turns=max_turns)
