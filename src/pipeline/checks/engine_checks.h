@@ -17,13 +17,12 @@
 #include "kjudge/v1/runner.pb.h"
 #include "pipeline/checks/compare.h"
 #include "pipeline/job/inputs.h"
+#include "pipeline/run/result_flags.h"
 #include "pipeline/run/steps.h"
+#include "pipeline/timing/clock_reader.h"
 #include "pipeline/verdict/verdict.h"
 
 namespace kj {
-
-// Shared by the native and KernelBench checks: a legality flag (once).
-void add_flag(kjudge::v1::Result& r, const std::string& flag);
 
 // How far the reported call times may run past the daemon's clock before the report counts as
 // forged: factor x span + slack_ms. Each pipeline chooses its own (its loop, its clock reader).

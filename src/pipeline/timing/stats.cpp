@@ -1,4 +1,4 @@
-#include "pipeline/checks/stats.h"
+#include "pipeline/timing/stats.h"
 
 #include <algorithm>
 #include <cmath>
