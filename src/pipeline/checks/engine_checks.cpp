@@ -152,11 +152,6 @@ double harness_overhead_per_call(const v1::RunnerReport& report, const std::vect
   return std::max(0.0, (loop->span_ms - sum(report.trial_ms())) / report.trial_ms_size());
 }
 
-double median_rel_ci_of(const v1::RunnerReport& report) {
-  const double ci = kjudge::median_rel_ci(std::vector<double>(report.trial_ms().begin(), report.trial_ms().end()));
-  return std::isfinite(ci) ? ci : 0.0;
-}
-
 std::uint64_t bytes_moved(const v1::NativeTask& task) {
   if (task.min_bytes_moved()) return task.min_bytes_moved();
   std::uint64_t b = 0;

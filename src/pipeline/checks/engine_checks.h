@@ -73,8 +73,6 @@ std::optional<Finding> check_side_streams(const kjudge::v1::RunnerReport& rep, d
 // (daemon-clock span of the loop - in-process sum) / calls. 0 when the marks are unusable.
 double harness_overhead_per_call(const kjudge::v1::RunnerReport& report, const std::vector<ClockMark>& marks);
 
-double median_rel_ci_of(const kjudge::v1::RunnerReport& report);
-
 // Bytes a call must move: task.min_bytes_moved, else every IN/OUT tensor once and INOUT twice.
 std::uint64_t bytes_moved(const kjudge::v1::NativeTask& task);
 

@@ -1,3 +1,5 @@
+// The steps of speedup.h, in the order they run: the loops' figures, the harness's overhead, the
+// trusted figure against the events, the speedup, its interval, and the whole for a KernelBench job.
 #include "pipeline/timing/speedup.h"
 
 #include <algorithm>
