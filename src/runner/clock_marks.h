@@ -1,5 +1,5 @@
 // The daemon's clock channel: marks sent as datagrams to the unix socket the request names
-// (clock_path); the kernel stamps each datagram when it is sent (pipeline/run/clock_reader.h).
+// (clock_path); the kernel stamps each datagram when it is sent (pipeline/timing/clock_reader.h).
 #pragma once
 
 #include <string>

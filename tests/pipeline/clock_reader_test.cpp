@@ -1,5 +1,5 @@
 // The daemon's clock: marks stamped when sent, whenever the daemon reads them.
-#include "pipeline/run/clock_reader.h"
+#include "pipeline/timing/clock_reader.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "pipeline/checks/loop_marks.h"
+#include "pipeline/timing/loop_marks.h"
 #include "runner/clock_marks.h"
 
 namespace {

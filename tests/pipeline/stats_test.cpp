@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "pipeline/checks/stats.h"
+#include "pipeline/timing/stats.h"
 
 TEST(Stats, MedianMeanMinP90) {
   std::vector<double> t{5, 1, 3, 2, 4};

@@ -11,7 +11,7 @@
 
 #include "pipeline/job/dtype.h"
 #include "common/random.h"
-#include "pipeline/checks/stats.h"
+#include "pipeline/timing/stats.h"
 #include "runner/clock_marks.h"
 #include "runner/engine_math.h"
 
@@ -41,12 +41,6 @@ std::uint64_t digest_str(const std::string& s, std::uint64_t h = 0xcbf29ce484222
 bool is_output(const v1::Argument& a) { return a.has_tensor() && a.tensor().role() != v1::IN; }
 
 }  // namespace
-
-void add_flag(v1::Result& r, const std::string& f) {
-  for (const auto& x : r.legality().flags())
-    if (x == f) return;
-  r.mutable_legality()->add_flags(f);
-}
 
 InputDigests digest_input_sets(const v1::NativeTask& task, const std::vector<InputSet>& sets) {
   InputDigests out;
@@ -156,11 +150,6 @@ double harness_overhead_per_call(const v1::RunnerReport& report, const std::vect
   // the reference's wait for a CPU stays in: its estimate can be too large (a late sample), and
   // an overhead too small would make the bound harsh on an honest candidate
   return std::max(0.0, (loop->span_ms - sum(report.trial_ms())) / report.trial_ms_size());
-}
-
-double median_rel_ci_of(const v1::RunnerReport& report) {
-  const double ci = kjudge::median_rel_ci(std::vector<double>(report.trial_ms().begin(), report.trial_ms().end()));
-  return std::isfinite(ci) ? ci : 0.0;
 }
 
 std::uint64_t bytes_moved(const v1::NativeTask& task) {

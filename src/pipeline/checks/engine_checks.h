@@ -17,13 +17,12 @@
 #include "kjudge/v1/runner.pb.h"
 #include "pipeline/checks/compare.h"
 #include "pipeline/job/inputs.h"
+#include "pipeline/run/result_flags.h"
 #include "pipeline/run/steps.h"
+#include "pipeline/timing/clock_reader.h"
 #include "pipeline/verdict/verdict.h"
 
 namespace kj {
-
-// Shared by the native and KernelBench checks: a legality flag (once).
-void add_flag(kjudge::v1::Result& r, const std::string& flag);
 
 // How far the reported call times may run past the daemon's clock before the report counts as
 // forged: factor x span + slack_ms. Each pipeline chooses its own (its loop, its clock reader).
@@ -73,8 +72,6 @@ std::optional<Finding> check_side_streams(const kjudge::v1::RunnerReport& rep, d
 // Harness time per timed call outside the timed region, from a clean (reference) run:
 // (daemon-clock span of the loop - in-process sum) / calls. 0 when the marks are unusable.
 double harness_overhead_per_call(const kjudge::v1::RunnerReport& report, const std::vector<ClockMark>& marks);
-
-double median_rel_ci_of(const kjudge::v1::RunnerReport& report);
 
 // Bytes a call must move: task.min_bytes_moved, else every IN/OUT tensor once and INOUT twice.
 std::uint64_t bytes_moved(const kjudge::v1::NativeTask& task);

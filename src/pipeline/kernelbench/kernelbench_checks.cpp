@@ -6,9 +6,11 @@
 #include <cmath>
 
 #include "pipeline/checks/engine_checks.h"
-#include "pipeline/checks/loop_marks.h"
 #include "pipeline/run/pipeline_util.h"
-#include "pipeline/checks/stats.h"
+#include "pipeline/run/result_flags.h"
+#include "pipeline/timing/loop_marks.h"
+#include "pipeline/timing/loop_report.h"
+#include "pipeline/timing/stats.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
@@ -29,14 +31,6 @@ Finding integrity_cheat(v1::Result& r, v1::CheatClass c, std::string message) {
 }
 
 }  // namespace
-
-std::vector<double> json_doubles(const nlohmann::json& j, const char* key) {
-  std::vector<double> out;
-  if (j.contains(key) && j[key].is_array())
-    for (const auto& x : j[key])
-      if (x.is_number()) out.push_back(x.get<double>());
-  return out;
-}
 
 v1::TensorComparison comparison_from_json(const nlohmann::json& j) {
   v1::TensorComparison c;
@@ -217,7 +211,7 @@ std::optional<Finding> check_after_compare(const KernelBenchFacts& f, v1::Result
   // 2. Audited timed calls (inputs perturbed per call): full outputs against the oracle's.
   if (auto d = check_audits(f, trial_ms.size(), r)) return d;
   // 3. The daemon's clock over the loop: the marks must be there; what they say about each call's
-  // time decides the speedup (kernelbench_speedup.h), not a verdict.
+  // time decides the speedup (pipeline/timing/speedup.h), not a verdict.
   if (auto d = check_loop_marks(f, trial_ms, r)) return d;
   // 4. Device work outside the timed stream: host wall (launch .. device-wide sync) against the
   // events, beyond what the clean process's harness overhead explains.

@@ -14,12 +14,10 @@
 #include "kjudge/v1/result.pb.h"
 #include "pipeline/checks/compare.h"
 #include "pipeline/run/steps.h"
+#include "pipeline/timing/clock_reader.h"
 #include "pipeline/verdict/verdict.h"
 
 namespace kj {
-
-// The numbers in j[key] (a harness report's array); empty when absent.
-std::vector<double> json_doubles(const nlohmann::json& j, const char* key);
 
 // A comparison the trusted worker made (python/kjudge_worker/compare.py: the fields of
 // TensorComparison), as the protobuf message; missing fields stay at their defaults.

@@ -25,19 +25,16 @@
 #include "pipeline/kernelbench/kernelbench_baseline_cache.h"
 #include "pipeline/kernelbench/kernelbench_build.h"
 #include "pipeline/kernelbench/kernelbench_checks.h"
-#include "pipeline/kernelbench/kernelbench_speedup.h"
-#include "pipeline/kernelbench/loop_drift.h"
 #include "pipeline/kernelbench/timeout_stage.h"
-#include "pipeline/checks/loop_marks.h"
 #include "pipeline/kernelbench/kernelbench_roofline.h"
 #include "pipeline/job/job_limits.h"
 #include "pipeline/kernelbench/kernelbench_legality.h"
 #include "pipeline/run/pipeline_util.h"
 #include "pipeline/run/sandbox_profiles.h"
 #include "common/sha256.h"
-#include "pipeline/checks/stats.h"
 #include "pipeline/run/workspace.h"
-#include "runner/engine_math.h"
+#include "pipeline/timing/speedup.h"
+#include "pipeline/timing/stats.h"
 #include "pipeline/worker/device_budget.h"
 #include "pipeline/worker/worker_job.h"
 #include "pipeline/worker/worker_pool.h"
@@ -79,49 +76,6 @@ double clean_wall_gap(const json& timing) {
   for (std::size_t i = 0; i < ms.size(); ++i) gap.push_back(wall[i] - ms[i]);
   std::sort(gap.begin(), gap.end());
   return std::max(0.0, gap[gap.size() / 2]);
-}
-
-// The SM clock (NVML, the trusted worker's reading) as each timed loop began: 0 where not read.
-void set_sm_clocks(v1::Performance& perf, const json& seen, const json& baseline_loop) {
-  const auto first = [](const json& j, const char* key) {
-    const auto it = j.find(key);
-    return it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_number() ? (*it)[0].get<double>() : 0.0;
-  };
-  perf.set_candidate_sm_clock_mhz(first(seen, "candidate_sm_clock_mhz"));
-  perf.set_baseline_sm_clock_mhz(first(baseline_loop, "sm_clock_mhz"));
-}
-
-// The speedup against the reference's loop beside the candidate's when the worker timed one
-// (same lock hold, same input buffers), else against the prepared or cached baseline.
-void set_kernelbench_speedup(v1::Performance& perf, const json& cand_timing, const json& baseline, const json& seen,
-                             const std::vector<ClockMark>& marks, const std::vector<ClockMark>& worker_marks,
-                             bool compat, const json& roofline, LoopDrift& drift) {
-  *perf.mutable_candidate() = stats_of(cand_timing);
-  perf.set_stop_reason(cand_timing.value("stop_reason", ""));
-  // the loop's own precision, as native jobs report it (it was 0 for every KernelBench job)
-  if (const double ci = kjudge::median_rel_ci(cand_timing.value("trial_ms", std::vector<double>{})); std::isfinite(ci))
-    perf.set_median_rel_ci(ci);
-  set_roofline(perf, roofline);
-  const bool adjacent = seen.contains("adjacent_baseline");
-  if (!adjacent && !baseline.contains("baseline")) return;
-  const auto cand_loops = timed_loops(marks), ref_loops = timed_loops(worker_marks);
-  SpeedupFacts f;
-  f.candidate = &cand_timing;
-  f.baseline = adjacent ? &seen["adjacent_baseline"] : &baseline["baseline"];
-  if (baseline.contains("compiled_baseline")) f.compiled_baseline = &baseline["compiled_baseline"];
-  if (adjacent && baseline.contains("baseline")) f.other_baseline = &baseline["baseline"];
-  if (!cand_loops.empty()) f.candidate_loop = &cand_loops.front();
-  if (adjacent && !ref_loops.empty())
-    f.harness_overhead_ms = harness_overhead_ms(*f.baseline, ref_loops.back());
-  else if (!adjacent && baseline.contains("mark_overhead_ms"))
-    f.harness_overhead_ms = baseline.value("mark_overhead_ms", 0.0);
-  f.compat = compat;
-  f.device_loop_shift = drift.p75();
-  set_speedup(perf, f);
-  if (f.other_baseline) drift.record(perf.baseline_loop_shift());
-  set_sm_clocks(perf, seen, *f.baseline);
-  perf.set_baseline_adjacent(adjacent);
-  if (adjacent) perf.set_baseline_cached(false);
 }
 
 // The job resolved once (backend, mode, limits, trial plan, tolerance, party dirs), and what the
@@ -310,8 +264,7 @@ void record_baseline(KernelBenchRun& k, v1::Result& r, const KernelBenchBaseline
   if (orep.contains("baseline")) {
     k.baseline = {{"baseline", orep["baseline"]}, {"wall_gap_ms", clean_wall_gap(orep["baseline"])}};
     if (orep.contains("compiled_baseline")) k.baseline["compiled_baseline"] = orep["compiled_baseline"];
-    if (const auto loops = timed_loops(oracle_marks); !loops.empty())
-      if (const auto o = harness_overhead_ms(orep["baseline"], loops.front())) k.baseline["mark_overhead_ms"] = *o;
+    if (const auto o = prepared_overhead_ms(orep["baseline"], oracle_marks)) k.baseline["mark_overhead_ms"] = *o;
     baselines.store(orep.value("node_identity", ""), k.baseline);
   } else if (orep.value("baseline_skipped", false) && baselines.cached()) {
     k.baseline = *baselines.cached();
@@ -636,17 +589,16 @@ void log_timing_by_set(const KernelBenchRun& k, const json& cand_timing) {
              {"reference_ms", ref ? medians_by_set(*ref) : json::object()}});
 }
 
-// 8. The speedup, from the candidate's timed loop and the reference's.
+// 8. The speedup, from the candidate's timed loop and the reference's (made in
+// pipeline/timing/speedup.cpp, end to end), and how near the device's roofline the candidate ran.
 void record_speedup(KernelBenchRun& k, v1::Result& r) {
   const json& crep = *k.cand.report;
-  if (k.timed() && crep.contains("timing")) {
-    log_timing_by_set(k, crep["timing"]);
-    note_loop_flags(crep["timing"], r);
-    if (k.seen && k.seen->contains("adjacent_baseline")) note_loop_flags((*k.seen)["adjacent_baseline"], r);
-    set_kernelbench_speedup(*r.mutable_performance(), crep["timing"], k.baseline, *k.seen, k.marks, k.worker_marks,
-                            k.compat, k.orep.value("roofline", json()), LoopDrift::of_device(gpu_index(k.cfg)));
-  }
-  if (r.performance().speedup_source() == "trusted_clock") add_flag(r, "outside_clock_disagrees");
+  if (!k.timed() || !crep.contains("timing")) return;
+  log_timing_by_set(k, crep["timing"]);
+  const KernelBenchLoops loops{.candidate = &crep["timing"], .prepared = &k.baseline, .seen = &*k.seen,
+                               .candidate_marks = &k.marks, .worker_marks = &k.worker_marks, .compat = k.compat};
+  make_kernelbench_speedup(r, loops, LoopDrift::of_device(gpu_index(k.cfg)));
+  set_roofline(*r.mutable_performance(), k.orep.value("roofline", json()));
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/run/clock_reader.h"
+#include "pipeline/timing/clock_reader.h"
 
 namespace kj {
 

@@ -10,7 +10,6 @@
 #include "common/config.h"
 #include "kjudge/v1/runner.pb.h"
 #include "kjsandbox/report.h"
-#include "pipeline/run/clock_reader.h"
 
 namespace kj {
 
@@ -19,8 +18,8 @@ namespace kj {
 // judge found wrong with the host (pipeline/run/host_fault.h); it outranks every candidate verdict
 // (verdict/verdict.cpp decides from it).
 // device_ready_mark: the role's device-ready byte (runner/clock_marks.h) reached the daemon's clock
-// socket. Job code cannot take it back: a role that says its device could not be set up is believed
-// only without it.
+// socket (set by run_runner_clocked, pipeline/timing/clock_reader.h). Job code cannot take it back:
+// a role that says its device could not be set up is believed only without it.
 struct StepOutcome {
   kjsandbox::Report sandbox;
   std::optional<kjudge::v1::RunnerReport> runner;
@@ -37,12 +36,5 @@ StepOutcome run_compiler(const Config& cfg, const std::filesystem::path& job_dir
 StepOutcome run_runner(const Config& cfg, const std::filesystem::path& job_dir, const std::filesystem::path& inputs_dir,
                        const kjudge::v1::RunnerRequest& request, std::uint32_t wall_ms, std::uint64_t output_bytes,
                        const std::string& device_profile);
-
-// run_runner with a clock socket at job_dir/<socket_name> (request.clock_path must name it as seen
-// inside the sandbox). `marks` receives what arrived, in order; the step's device_ready_mark too.
-StepOutcome run_runner_clocked(const Config& cfg, const std::filesystem::path& job_dir,
-                               const std::filesystem::path& inputs_dir, const kjudge::v1::RunnerRequest& request,
-                               std::uint32_t wall_ms, std::uint64_t output_bytes, const std::string& device_profile,
-                               const std::string& socket_name, std::vector<ClockMark>& marks);
 
 }  // namespace kj

@@ -1,4 +1,4 @@
-#include "pipeline/run/clock_reader.h"
+#include "pipeline/timing/clock_reader.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -153,6 +153,17 @@ ClockReader::~ClockReader() {
 bool has_device_ready_mark(const std::vector<ClockMark>& marks) {
   return std::any_of(marks.begin(), marks.end(),
                      [](const ClockMark& m) { return m.event == kjudge::runner::kDeviceReadyMark; });
+}
+
+StepOutcome run_runner_clocked(const Config& cfg, const fs::path& job_dir, const fs::path& inputs_dir,
+                               const kjudge::v1::RunnerRequest& request, std::uint32_t wall_ms,
+                               std::uint64_t output_bytes, const std::string& device_profile,
+                               const std::string& socket_name, std::vector<ClockMark>& marks) {
+  ClockReader reader(job_dir / socket_name);
+  StepOutcome step = run_runner(cfg, job_dir, inputs_dir, request, wall_ms, output_bytes, device_profile);
+  marks = reader.finish();
+  step.device_ready_mark = has_device_ready_mark(marks);
+  return step;
 }
 
 }  // namespace kj

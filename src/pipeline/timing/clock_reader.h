@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pipeline/run/cpu_wait.h"
+#include "pipeline/run/steps.h"
 
 namespace kj {
 
@@ -60,5 +61,12 @@ class ClockReader {
 
 // Whether the role's device-ready byte (kjudge::runner::kDeviceReadyMark) reached the daemon.
 bool has_device_ready_mark(const std::vector<ClockMark>& marks);
+
+// run_runner with a clock socket at job_dir/<socket_name> (request.clock_path must name it as seen
+// inside the sandbox). `marks` receives what arrived, in order; the step's device_ready_mark too.
+StepOutcome run_runner_clocked(const Config& cfg, const std::filesystem::path& job_dir,
+                               const std::filesystem::path& inputs_dir, const kjudge::v1::RunnerRequest& request,
+                               std::uint32_t wall_ms, std::uint64_t output_bytes, const std::string& device_profile,
+                               const std::string& socket_name, std::vector<ClockMark>& marks);
 
 }  // namespace kj

@@ -1,4 +1,4 @@
-#include "pipeline/kernelbench/loop_drift.h"
+#include "pipeline/timing/loop_drift.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "pipeline/checks/loop_marks.h"
+#include "pipeline/timing/loop_marks.h"
 
 #include <chrono>
 #include <optional>

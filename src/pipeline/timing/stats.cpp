@@ -1,9 +1,11 @@
-#include "pipeline/checks/stats.h"
+#include "pipeline/timing/stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
+
+#include "runner/engine_math.h"
 
 namespace kj {
 
@@ -61,6 +63,11 @@ double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double median_rel_ci_of(const kjudge::v1::RunnerReport& report) {
+  const double ci = kjudge::median_rel_ci(std::vector<double>(report.trial_ms().begin(), report.trial_ms().end()));
+  return std::isfinite(ci) ? ci : 0.0;
 }
 
 }  // namespace kj

@@ -1,35 +1,18 @@
-#include "pipeline/kernelbench/kernelbench_speedup.h"
+// The steps of speedup.h, in the order they run: the loops' figures, the harness's overhead, the
+// trusted figure against the events, the speedup, its interval, and the whole for a KernelBench job.
+#include "pipeline/timing/speedup.h"
 
 #include <algorithm>
-#include <cstdint>
+#include <cmath>
 #include <vector>
 
-#include "pipeline/checks/engine_checks.h"
-#include "pipeline/kernelbench/kernelbench_checks.h"
-#include "pipeline/checks/stats.h"
+#include "pipeline/run/result_flags.h"
+#include "pipeline/timing/stats.h"
+#include "runner/engine_math.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;
 using nlohmann::json;
-
-v1::TimingStats stats_of(const json& timing) {
-  const std::vector<double> ms = json_doubles(timing, "trial_ms");
-  v1::TimingStats s = timing_stats(ms, timing.value("method", ""));
-  if (!ms.empty()) s.set_max_ms(*std::max_element(ms.begin(), ms.end()));
-  if (timing.contains("kernelbench_stats")) {  // KernelBench's rounding (3 significant figures)
-    const auto& k = timing["kernelbench_stats"];
-    s.set_mean_ms(k.value("mean", 0.0));
-    s.set_std_ms(k.value("std", 0.0));
-    s.set_min_ms(k.value("min", 0.0));
-    s.set_max_ms(k.value("max", 0.0));
-  }
-  // the loop's own word, as its figures are: a malformed count gives none, never an error
-  if (const auto it = timing.find("trials_redone"); it != timing.end() && it->is_number_integer() && it->get<std::int64_t>() >= 0)
-    s.set_trials_redone(static_cast<std::uint32_t>(std::min<std::int64_t>(it->get<std::int64_t>(), 1 << 20)));
-  if (const auto it = timing.find("host_wait_ms"); it != timing.end() && it->is_number() && it->get<double>() >= 0)
-    s.set_host_wait_ms(it->get<double>());
-  return s;
-}
 
 namespace {
 double median_of(const std::vector<double>& xs) { return timing_stats(xs, "").median_ms(); }
@@ -118,6 +101,74 @@ constexpr double kExcessiveSpeedup = 10.0;
 void set_speedup(v1::Performance& perf, const SpeedupFacts& f) {
   set_speedup_figures(perf, f);
   perf.set_excessive_speedup(perf.speedup() > kExcessiveSpeedup);
+}
+
+std::optional<double> prepared_overhead_ms(const json& timing, const std::vector<ClockMark>& oracle_marks) {
+  const auto loops = timed_loops(oracle_marks);
+  if (loops.empty()) return std::nullopt;
+  return harness_overhead_ms(timing, loops.front());
+}
+
+namespace {
+// The SM clock (NVML, the trusted worker's reading) as each timed loop began: 0 where not read.
+void set_sm_clocks(v1::Performance& perf, const json& seen, const json& baseline_loop) {
+  const auto first = [](const json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_number() ? (*it)[0].get<double>() : 0.0;
+  };
+  perf.set_candidate_sm_clock_mhz(first(seen, "candidate_sm_clock_mhz"));
+  perf.set_baseline_sm_clock_mhz(first(baseline_loop, "sm_clock_mhz"));
+}
+
+// The candidate's loop alone: its figures, why it stopped, and its own precision (the relative
+// interval of its median, as native jobs report it).
+void set_candidate_loop(v1::Performance& perf, const json& cand_timing) {
+  *perf.mutable_candidate() = stats_of(cand_timing);
+  perf.set_stop_reason(cand_timing.value("stop_reason", ""));
+  if (const double ci = kjudge::median_rel_ci(cand_timing.value("trial_ms", std::vector<double>{})); std::isfinite(ci))
+    perf.set_median_rel_ci(ci);
+}
+
+// Which reference loop the speedup divides by, and the overhead that goes with it: the adjacent
+// loop's from the worker's last loop on the daemon's clock, the prepared loop's as it was stored.
+SpeedupFacts facts_of(const KernelBenchLoops& l, const std::vector<TimedLoop>& cand_loops,
+                      const std::vector<TimedLoop>& ref_loops) {
+  const json& prepared = *l.prepared;
+  const bool adjacent = l.seen->contains("adjacent_baseline");
+  SpeedupFacts f;
+  f.candidate = l.candidate;
+  f.baseline = adjacent ? &(*l.seen)["adjacent_baseline"] : &prepared["baseline"];
+  if (prepared.contains("compiled_baseline")) f.compiled_baseline = &prepared["compiled_baseline"];
+  if (adjacent && prepared.contains("baseline")) f.other_baseline = &prepared["baseline"];
+  if (!cand_loops.empty()) f.candidate_loop = &cand_loops.front();
+  if (adjacent && !ref_loops.empty())
+    f.harness_overhead_ms = harness_overhead_ms(*f.baseline, ref_loops.back());
+  else if (!adjacent && prepared.contains("mark_overhead_ms"))
+    f.harness_overhead_ms = prepared.value("mark_overhead_ms", 0.0);
+  f.compat = l.compat;
+  return f;
+}
+}  // namespace
+
+void make_kernelbench_speedup(v1::Result& r, const KernelBenchLoops& l, LoopDrift& drift) {
+  const json& seen = *l.seen;
+  note_loop_flags(*l.candidate, r);
+  if (seen.contains("adjacent_baseline")) note_loop_flags(seen["adjacent_baseline"], r);
+  v1::Performance& perf = *r.mutable_performance();
+  set_candidate_loop(perf, *l.candidate);
+  const bool adjacent = seen.contains("adjacent_baseline");
+  if (adjacent || l.prepared->contains("baseline")) {
+    const auto cand_loops = timed_loops(*l.candidate_marks), ref_loops = timed_loops(*l.worker_marks);
+    SpeedupFacts f = facts_of(l, cand_loops, ref_loops);
+    f.device_loop_shift = drift.p75();
+    set_speedup(perf, f);
+    if (f.other_baseline) drift.record(perf.baseline_loop_shift());
+    set_sm_clocks(perf, seen, *f.baseline);
+    perf.set_baseline_adjacent(adjacent);
+    if (adjacent) perf.set_baseline_cached(false);
+  }
+  // the daemon's clock overruled the candidate's events: said in the flags as well as the source
+  if (perf.speedup_source() == "trusted_clock") add_flag(r, "outside_clock_disagrees");
 }
 
 }  // namespace kj
