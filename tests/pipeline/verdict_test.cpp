@@ -57,6 +57,11 @@ TEST(Verdict, BuildFailuresAreCompileErrors) {
   EXPECT_FALSE(kj::decide_build(step(Outcome::Exited, 0, 0, std::nullopt), Party::Candidate));
   EXPECT_EQ(kj::decide_build(step(Outcome::Exited, 1, 0, std::nullopt), Party::Candidate)->verdict, v1::COMPILE_ERROR);
   EXPECT_EQ(kj::decide_build(step(Outcome::WallTimeout), Party::Candidate)->verdict, v1::COMPILE_ERROR);
+  auto extended = step(Outcome::WallTimeout);  // past its limit and the time granted for a loaded node
+  extended.sandbox.wall_extension_seconds = 120;
+  const auto late = kj::decide_build(extended, Party::Candidate);
+  EXPECT_EQ(late->verdict, v1::COMPILE_ERROR);
+  EXPECT_NE(late->message.find("and 120 s more for a loaded node"), std::string::npos) << late->message;
   EXPECT_EQ(kj::decide_build(step(Outcome::Exited, 1, 0, false), Party::Candidate)->verdict, v1::COMPILE_ERROR);
   EXPECT_EQ(kj::decide_build(step(Outcome::SetupFailed), Party::Candidate)->verdict, v1::INFRA_ERROR);
 }

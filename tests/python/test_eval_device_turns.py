@@ -44,7 +44,9 @@ def test_an_eval_waits_for_the_device_turn_another_holds():
                                  "--json", "--trials", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 600
         while not blocked_on(cache / "cpu.turn", proc.pid):  # it built, then queued for the turn
-            assert proc.poll() is None, "the eval finished while another held the device turn"
+            if proc.poll() is not None:
+                out, err = proc.communicate()
+                raise AssertionError(f"the eval finished while another held the device turn: {out[-1500:]} {err[-1500:]}")
             assert time.monotonic() < deadline, "the eval never asked for the device turn"
             time.sleep(0.1)
         time.sleep(HELD_AFTER_S)

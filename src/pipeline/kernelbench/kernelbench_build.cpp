@@ -385,6 +385,9 @@ void build_fresh(const v1::Job& job, const Config& cfg, const KernelBenchBuildIn
   if (build.report) add_phases(r, "build", *build.report);
   // CPU time of the whole build tree (g++, nvcc, ninja): what a candidate's build costs the node
   (*r.mutable_phase_seconds())["build.cpu_seconds"] = build.sandbox.cpu_seconds;
+  // time past the limit granted for a loaded node (pipeline/run/cpu_pressure.h)
+  if (build.sandbox.wall_extension_seconds > 0)
+    (*r.mutable_phase_seconds())["build.wall_extension"] = build.sandbox.wall_extension_seconds;
   record_compile(build, r);
   // feedback: the harness's repair text (the first compiler error at the candidate's line, the
   // syntax error with a caret); without one, make_feedback falls back to the compile log.

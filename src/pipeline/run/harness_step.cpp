@@ -24,7 +24,8 @@ kjsandbox::Policy harness_policy(const Config& cfg, const HarnessRun& run, std::
   p.rlimits.address_space_bytes.reset();
   if (run.file_size_bytes) p.rlimits.file_size_bytes = run.file_size_bytes;
   p.output_limit_bytes = run.output_bytes;
-  p.wall_extension = run.wall_extension;
+  // a role's own grant (the KernelBench candidate: the judge's wait given back) replaces the CPU pressure one
+  if (run.wall_extension) p.wall_extension = run.wall_extension;
   p.binds.push_back({cfg.kernelbench.harness_dir.string(), kHarnessInSandbox, false});
   for (const auto& b : run.binds) p.binds.push_back(b);
   // The interpreter's own bin dir first: ninja and other tools pip installed beside it.

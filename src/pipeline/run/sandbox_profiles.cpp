@@ -1,11 +1,11 @@
 #include "pipeline/run/sandbox_profiles.h"
 
 #include <algorithm>
-
 #include <cstdlib>
 #include <regex>
 #include <stdexcept>
 
+#include "pipeline/run/cpu_pressure.h"
 #include "pipeline/run/workspace.h"
 
 namespace kj {
@@ -35,6 +35,8 @@ kjsandbox::Policy base_policy(const Config& cfg, const std::filesystem::path& jo
   p.host_uid = sandbox_host_uid(cfg.sandbox.host_uid);
   p.host_gid = sandbox_host_gid(cfg.sandbox.host_gid);
   p.wall_limit = std::chrono::milliseconds(wall_ms);
+  // what a loaded node took from the step (pipeline/run/cpu_pressure.h), at most its limit again
+  p.wall_extension = cpu_pressure_extension(p.wall_limit);
   p.output_limit_bytes = cfg.limits.output_bytes;
   p.seccomp.mode = seccomp_mode(cfg.sandbox.seccomp);
   return p;

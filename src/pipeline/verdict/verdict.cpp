@@ -116,7 +116,11 @@ std::optional<Decision> decide_build(const StepOutcome& step, Party who, const s
     case Outcome::SetupFailed: break;  // decide_infra
     case Outcome::Cancelled: return Decision{v1::CANCELLED, "cancelled while building"};
     case Outcome::WallTimeout:
-      return blame(who, v1::COMPILE_ERROR, fmt::format("{} build exceeded its time limit", party_name(who)));
+      return blame(who, v1::COMPILE_ERROR,
+                   s.wall_extension_seconds > 0
+                       ? fmt::format("{} build exceeded its time limit (and {:.0f} s more for a loaded node)",
+                                     party_name(who), s.wall_extension_seconds)
+                       : fmt::format("{} build exceeded its time limit", party_name(who)));
     case Outcome::OutputLimit:
       return blame(who, v1::COMPILE_ERROR, fmt::format("{} build produced too much output", party_name(who)));
     case Outcome::MemoryLimit:
