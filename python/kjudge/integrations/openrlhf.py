@@ -82,6 +82,9 @@ class KjudgeRewardServer(ThreadingHTTPServer):
     """The server; serve_forever() runs it (threads: one per request). `judged` counts the jobs."""
 
     daemon_threads = True
+    # a rollout posts every sample of a step at once (hundreds of connections): socketserver's
+    # backlog of 5 made the kernel reset most of them (bench/trainers/overhead.py, 256 at once)
+    request_queue_size = 4096
 
     def __init__(self, address, *, redis_url=None, partition=0, problems=None, unscored=0.0, deadline_s=170.0,
                  path="/reward", **job_options):
