@@ -189,6 +189,17 @@ int exit_status(const kjsandbox::Report& r) {
   return 125;
 }
 
+// Job cgroups as `kjudge eval` makes them: started from a shell on cgroup v2, our cgroup holds the
+// shell too and cannot delegate (the no-internal-processes rule), so root gets a subtree of its own
+// (<cgroup2 mount>/kjudge-dev.<pid>, removed by the next start once we are gone).
+bool job_cgroups_ready() {
+  const auto cg = kjsandbox::setup_cgroups({.own_subtree = true, .command_line = {}});
+  if (cg.ok) return true;
+  std::cerr << "kjudge-sandbox: cannot create job cgroups: " << cg.error << "\n";
+  if (!cg.fix.empty()) std::cerr << "  fix: " << cg.fix << " (or --no-cgroup)\n";
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -206,6 +217,7 @@ int main(int argc, char** argv) {
     return 125;
   }
 
+  if (policy.cgroup.enabled && !job_cgroups_ready()) return 125;
   kjsandbox::Report r;
   try {
     kjsandbox::set_zygote_enabled(false);  // one launch: a helper process would only cost
