@@ -21,7 +21,7 @@
 #include "pipeline/run/harness_step.h"
 #include "pipeline/run/sandbox_profiles.h"
 #include "pipeline/run/workspace.h"
-#include "pipeline/worker/worker_pool.h"
+#include "pipeline/worker/pool.h"
 
 namespace kj {
 using namespace std::chrono_literals;

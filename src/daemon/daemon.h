@@ -26,7 +26,7 @@
 #include "daemon/gpu_health.h"
 #include "daemon/gpu_placement.h"
 #include "daemon/housekeeper.h"
-#include "http/http_server.h"
+#include "http/server.h"
 #include "daemon/metrics.h"
 #include "kjqueue/queue.h"
 

@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "daemon/held_entry.h"
 #include "daemon/liveness.h"
-#include "pipeline/kernelbench/kernelbench_build.h"
+#include "pipeline/kernelbench/build.h"
 
 namespace kj {
 using namespace std::chrono_literals;

@@ -164,7 +164,7 @@ def test_load_inline_is_pointed_at_it_unless_switched_off_or_the_candidate_chose
 
 
 def test_the_daemons_request_reaches_nvcc_steps():
-    # what kernelbench_build.cpp puts in every build request: the limit, and nvcc_halves
+    # what kernelbench/build.cpp puts in every build request: the limit, and nvcc_halves
     assert nvcc_environment({"memory_limit_bytes": 4 << 30, "nvcc_halves": True}) == \
         {"KJUDGE_BUILD_MEMORY_BYTES": str(4 << 30)}
     assert nvcc_environment({"memory_limit_bytes": 4 << 30, "nvcc_halves": False}) == \

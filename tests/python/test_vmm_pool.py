@@ -176,7 +176,7 @@ def test_a_job_retires_its_buffers_to_the_pool_only_once_its_channel_has_ended()
 
 def test_results_retire_the_job_as_gone_and_forget_as_possibly_alive(tmp_path):
     """The worker's control requests: `results` comes once the candidate's sandbox has ended
-    (kernelbench_pipeline.cpp: run_harness, then candidate_end), so its buffers may serve others;
+    (kernelbench/pipeline.cpp: run_harness, then candidate_end), so its buffers may serve others;
     `forget` may come with the candidate unaccounted for, so they are closed."""
     from kjudge_worker.server import Worker
 

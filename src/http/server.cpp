@@ -1,4 +1,4 @@
-#include "http/http_server.h"
+#include "http/server.h"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>

@@ -1,4 +1,4 @@
-#include "pipeline/native/native_pipeline.h"
+#include "pipeline/native/pipeline.h"
 
 #include <fmt/format.h>
 
@@ -13,17 +13,17 @@
 #include <variant>
 
 #include "common/log.h"
-#include "pipeline/build/build_claim.h"
+#include "pipeline/build/claim.h"
 #include "pipeline/checks/compare.h"
 #include "pipeline/job/dtype.h"
 #include "common/random.h"
 #include "pipeline/checks/engine_checks.h"
-#include "pipeline/job/job_limits.h"
+#include "pipeline/job/limits.h"
 #include "pipeline/checks/reference_meaning.h"
 #include "pipeline/verdict/compile_diagnostics.h"
 #include "pipeline/run/gpu_lock.h"
 #include "pipeline/job/inputs.h"
-#include "pipeline/native/native_build_share.h"
+#include "pipeline/native/build_share.h"
 #include "pipeline/run/pipeline_util.h"
 #include "common/sha256.h"
 #include "pipeline/timing/stats.h"
@@ -91,7 +91,7 @@ void cache_build(const fs::path& cache_dir, const fs::path& artifact_file, const
   fs::remove_all(tmp, ec);
 }
 
-// Another node's build of the same content (native_build_share.h), or the lease to make it here.
+// Another node's build of the same content (native/build_share.h), or the lease to make it here.
 struct SharedClaim {
   std::optional<Decision> ended;                // the job's cancel or deadline ended the wait
   std::optional<FetchedNativeBuild> fetched;    // another node's build

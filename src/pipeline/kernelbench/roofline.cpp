@@ -1,4 +1,4 @@
-#include "pipeline/kernelbench/kernelbench_roofline.h"
+#include "pipeline/kernelbench/roofline.h"
 
 #include <algorithm>
 

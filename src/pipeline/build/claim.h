@@ -1,4 +1,4 @@
-// A job's side of the shared build store (pipeline/build/build_store.h), for both pipelines: claiming a
+// A job's side of the shared build store (pipeline/build/store.h), for both pipelines: claiming a
 // build's content key for a job, and holding the lease until the build is published or given back.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "common/config.h"
 #include "kjudge/v1/job.pb.h"
-#include "pipeline/build/build_store.h"
+#include "pipeline/build/store.h"
 #include "pipeline/verdict/verdict.h"
 
 namespace kj {

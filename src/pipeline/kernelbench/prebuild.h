@@ -6,7 +6,7 @@
 
 #include "common/config.h"
 #include "kjudge/v1/job.pb.h"
-#include "pipeline/build/build_store.h"
+#include "pipeline/build/store.h"
 
 namespace kj {
 

@@ -13,7 +13,7 @@
 namespace kj::gateway {
 
 // What one tenant may put through the gateway; checked before anything reaches Redis.
-// The least an unset request bucket gets (gateway_config.cpp, resolve_request_rate).
+// The least an unset request bucket gets (gateway/config.cpp, resolve_request_rate).
 inline constexpr double kMinRequestRate = 1'000, kMinRequestBurst = 2'000;
 
 struct TenantLimits {

@@ -14,7 +14,7 @@
 
 #include "kjudge/v1/job.pb.h"
 #include "kjudge/v1/result.pb.h"
-#include "pipeline/build/build_store.h"
+#include "pipeline/build/store.h"
 #include "pipeline/run/harness_step.h"
 #include "pipeline/run/judge_context.h"
 #include "pipeline/verdict/verdict.h"

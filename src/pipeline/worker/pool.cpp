@@ -1,4 +1,4 @@
-#include "pipeline/worker/worker_pool.h"
+#include "pipeline/worker/pool.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "pipeline/kernelbench/kernelbench_checks.h"
+#include "pipeline/kernelbench/checks.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Native builds (a candidate's or reference's .so or cubin, and the compiler's log) shared by the
-// nodes of a cluster through the build store (pipeline/build/build_store.h), as KernelBench builds are:
+// nodes of a cluster through the build store (pipeline/build/store.h), as KernelBench builds are:
 // a node compiles what no node has built or is building, publishes it, and every other node takes
 // it. A candidate's build failure is shared too (never ours: INFRA_ERROR, CANCELLED, EXPIRED).
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/config.h"
-#include "pipeline/build/build_store.h"
+#include "pipeline/build/store.h"
 #include "pipeline/verdict/verdict.h"
 
 namespace kj {

@@ -1,4 +1,4 @@
-#include "pipeline/kernelbench/kernelbench_build.h"
+#include "pipeline/kernelbench/build.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -13,11 +13,11 @@
 #include <utility>
 
 #include "common/log.h"
-#include "pipeline/build/build_claim.h"
-#include "pipeline/build/build_slots.h"
+#include "pipeline/build/claim.h"
+#include "pipeline/build/slots.h"
 #include "pipeline/run/gpu_lock.h"
-#include "pipeline/kernelbench/kernelbench_build_memo.h"
-#include "pipeline/kernelbench/kernelbench_build_share.h"
+#include "pipeline/kernelbench/build_memo.h"
+#include "pipeline/kernelbench/build_share.h"
 #include "common/key_file_lock.h"
 #include "pipeline/run/sandbox_watch.h"
 #include "pipeline/build/toolchain_identity.h"
@@ -317,7 +317,7 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-// Another node's build of the same key (build_claim.h), its wait in the job's phases.
+// Another node's build of the same key (build/claim.h), its wait in the job's phases.
 BuildClaim claim_shared(const v1::Job& job, const Config& cfg, const KernelBenchBuildInput& in, const std::string& key,
                         v1::Result& r) {
   BuildClaim claim = claim_for_job(*in.store, job, cfg, key, std::chrono::milliseconds(in.compile_ms));
@@ -486,7 +486,7 @@ KernelBenchBuild lead_build(const v1::Job& job, const Config& cfg, const KernelB
   // after the store's lease, never before: a lock holder never waits for a lease (no cycle)
   const auto lock = lock_key(job, cfg, memo, out, r);
   if (out.failure || replayed()) return out;
-  const BuildSlot slot(cfg, current_cancel_fd());  // the node's build places (build_slots.h)
+  const BuildSlot slot(cfg, current_cancel_fd());  // the node's build places (build/slots.h)
   (*r.mutable_phase_seconds())["build.slot_wait"] = slot.seconds_waited();
   if (slot.cancelled()) return (out.failure = ended_by_cancel("cancelled while waiting to build")), out;
   build_fresh(job, cfg, in, ext_cache, memo, out, r);

@@ -1,4 +1,4 @@
-#include "pipeline/kernelbench/kernelbench_pipeline.h"
+#include "pipeline/kernelbench/pipeline.h"
 
 #include <fmt/format.h>
 #include <fcntl.h>
@@ -22,13 +22,13 @@
 #include "pipeline/job/group_seeds.h"
 #include "pipeline/run/harness_step.h"
 #include "pipeline/job/inputs.h"
-#include "pipeline/kernelbench/kernelbench_baseline_cache.h"
-#include "pipeline/kernelbench/kernelbench_build.h"
-#include "pipeline/kernelbench/kernelbench_checks.h"
+#include "pipeline/kernelbench/baseline_cache.h"
+#include "pipeline/kernelbench/build.h"
+#include "pipeline/kernelbench/checks.h"
 #include "pipeline/kernelbench/timeout_stage.h"
-#include "pipeline/kernelbench/kernelbench_roofline.h"
-#include "pipeline/job/job_limits.h"
-#include "pipeline/kernelbench/kernelbench_legality.h"
+#include "pipeline/kernelbench/roofline.h"
+#include "pipeline/job/limits.h"
+#include "pipeline/kernelbench/legality.h"
 #include "pipeline/run/pipeline_util.h"
 #include "pipeline/run/sandbox_profiles.h"
 #include "common/sha256.h"
@@ -36,8 +36,8 @@
 #include "pipeline/timing/speedup.h"
 #include "pipeline/timing/stats.h"
 #include "pipeline/worker/device_budget.h"
-#include "pipeline/worker/worker_job.h"
-#include "pipeline/worker/worker_pool.h"
+#include "pipeline/worker/job.h"
+#include "pipeline/worker/pool.h"
 
 namespace kj {
 namespace v1 = kjudge::v1;

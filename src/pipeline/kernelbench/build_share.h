@@ -1,4 +1,4 @@
-// KernelBench builds to and from the shared build store (pipeline/build/build_store.h): what a finished
+// KernelBench builds to and from the shared build store (pipeline/build/store.h): what a finished
 // build leaves for other nodes, and how a node installs one it fetched into its own caches.
 #pragma once
 
@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kjudge/v1/result.pb.h"
-#include "pipeline/build/build_store.h"
-#include "pipeline/kernelbench/kernelbench_build_memo.h"
+#include "pipeline/build/store.h"
+#include "pipeline/kernelbench/build_memo.h"
 #include "pipeline/verdict/verdict.h"
 
 namespace kj {

@@ -1,4 +1,4 @@
-#include "pipeline/build/build_claim.h"
+#include "pipeline/build/claim.h"
 
 #include "common/log.h"
 #include "pipeline/run/sandbox_watch.h"

@@ -1,4 +1,4 @@
-#include "pipeline/build/build_slots.h"
+#include "pipeline/build/slots.h"
 
 #include <poll.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "pipeline/worker/worker_job.h"
+#include "pipeline/worker/job.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

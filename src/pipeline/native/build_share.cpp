@@ -1,6 +1,6 @@
-#include "pipeline/native/native_build_share.h"
+#include "pipeline/native/build_share.h"
 
-#include "pipeline/build/build_claim.h"
+#include "pipeline/build/claim.h"
 #include "common/sha256.h"
 #include "pipeline/build/toolchain_identity.h"
 

@@ -1,4 +1,4 @@
-#include "pipeline/kernelbench/kernelbench_build_share.h"
+#include "pipeline/kernelbench/build_share.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "pipeline/build/build_claim.h"
+#include "pipeline/build/claim.h"
 #include "common/random.h"
 
 namespace kj {

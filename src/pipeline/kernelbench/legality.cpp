@@ -1,11 +1,11 @@
-#include "pipeline/kernelbench/kernelbench_legality.h"
+#include "pipeline/kernelbench/legality.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <set>
 
-#include "pipeline/kernelbench/kernelbench_legality_data.h"
+#include "pipeline/kernelbench/legality_data.h"
 
 namespace kj {
 namespace {

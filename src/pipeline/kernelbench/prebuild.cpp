@@ -1,9 +1,9 @@
-#include "pipeline/kernelbench/kernelbench_prebuild.h"
+#include "pipeline/kernelbench/prebuild.h"
 
 #include <chrono>
 
-#include "pipeline/job/job_limits.h"
-#include "pipeline/kernelbench/kernelbench_build.h"
+#include "pipeline/job/limits.h"
+#include "pipeline/kernelbench/build.h"
 #include "pipeline/run/workspace.h"
 
 namespace kj {

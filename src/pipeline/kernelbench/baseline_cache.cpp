@@ -1,4 +1,4 @@
-#include "pipeline/kernelbench/kernelbench_baseline_cache.h"
+#include "pipeline/kernelbench/baseline_cache.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "pipeline/kernelbench/kernelbench_build_memo.h"
+#include "pipeline/kernelbench/build_memo.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
