@@ -7,7 +7,7 @@ load_inline, in the GPU nodes' torch (issue 53's target: 0 programs whose compil
 The first runs tests/build_corpus/driver.py (--compile-unshortcut: a program with no shortcut is
 compiled once, its only build being plain's) into DIR/corpus.jsonl and writes DIR/table.md; the
 second renders the table from a run's lines, and --record-programs writes each program's plain
-result into its program.json (what tests/python/test_build_corpus.py compares with)."""
+result into its program.json (what tests/python/builds/test_build_corpus.py compares with)."""
 import argparse
 import json
 import os

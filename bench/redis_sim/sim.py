@@ -9,7 +9,7 @@ keys, arguments, periods and pipelining as the C++ and Python code:
   clients      trainers as kjudge.judge_many: submit_many (kj_submit pipelined, one round trip per
                group), then wait_many (XREVRANGE + MGET, XREAD BLOCK on the tenant's done stream,
                MGET of the finished), open loop: a group every group/rate seconds per process
-  judging      kjudged (src/daemon/daemon.cpp): heartbeat (SET node, EXISTS drain, EXISTS gpuclear
+  judging      kjudged (src/daemon/): heartbeat (SET node, EXISTS drain, EXISTS gpuclear
   nodes        every 2 s), lease renewal (kj_lease per held stream every lease/3), cancel poll
                (EXISTS per running job every 500 ms), the fetch thread (HGETALL caps 1/s; tenant
                set SMEMBERS + XGROUP CREATE per lane every 500 ms; reaper XAUTOCLAIM per lane 1/s;

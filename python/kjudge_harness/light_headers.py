@@ -31,7 +31,7 @@ standard headers ATen brings); a macro or a name of torch's Python API only the 
 define (FULL_ONLY_NAMES: no shortcut for a file naming one); or, for the minimal header, which
 lacks ATen's functions, a function of the candidate's own with an ATen operator's name and a
 tensor parameter, which the full headers' ADL would find twice (ambiguous: no minimal try).
-tests/python/test_build_corpus.py compares the closures' headers and macros on the installed
+tests/python/builds/test_build_corpus.py compares the closures' headers and macros on the installed
 torch, and builds model-style programs of every class both ways.
 
 A .cu whose torch names are all in MINIMAL_NAMES (the tensor, its dtypes and options, the
@@ -50,7 +50,7 @@ from .scoped_env import scoped_env
 
 # the standard headers in torch/extension.h's closure (pybind11's, torch's API's) and not in
 # torch/types.h's: their names are std's (read unqualified under `using namespace std`) and
-# <cxxabi.h>'s global `abi` (tests/python/test_build_corpus.py compares the closures)
+# <cxxabi.h>'s global `abi` (tests/python/builds/test_build_corpus.py compares the closures)
 FULL_ONLY_STD = ("cxxabi.h", "forward_list", "queue", "stack", "valarray")
 # Python.h and frameobject.h (which pybind11 adds): the global names torch/extension.h brings
 # besides torch's own (Python's C API and its C library headers)

@@ -35,7 +35,7 @@ SPIN:
 
 def fill_every_sm(threads_per_sm, sms):
     """(grid, block): blocks of at most 1024 threads that, resident together, take every thread
-    slot of every SM (the kernel's few registers let them: tests/python/test_launch_cover.py)."""
+    slot of every SM (the kernel's few registers let them: tests/python/harness/test_launch_cover.py)."""
     per_sm = -(-threads_per_sm // 1024)
     return sms * per_sm, threads_per_sm // per_sm
 

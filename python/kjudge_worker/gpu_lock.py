@@ -9,7 +9,7 @@ The worker's locks are taken in one order, never against it: the prepare budget
 lock (turnstile, then the file), a problem's lock (problems.py), then the leaves (the draws'
 generators, the cache, the comparator's self-check). A thread that waits here holding a lock
 that comes after it can deadlock the worker: a timed loop waiting in the turnstile blocks every
-later shared holder, including the one that would release it (tests/python/test_worker_lock_order.py).
+later shared holder, including the one that would release it (tests/python/worker/test_worker_lock_order.py).
 The order is checked as each lock is taken (lock_order.py)."""
 import fcntl
 import os

@@ -87,7 +87,7 @@ class Worker:
             with self.jobs_lock:
                 clock = self.prepare_clocks.get(req.get("job_id"))
             return {"ok": True, "waited_seconds": clock.seconds_now() if clock is not None else 0.0}
-        if op == "results":  # asked once the candidate's sandbox is gone (kernelbench_pipeline.cpp)
+        if op == "results":  # asked once the candidate's sandbox is gone (kernelbench/pipeline.cpp)
             job = self.pop(req)
             try:
                 return {"ok": True, **job.wait_results(float(req.get("timeout", 10)))}

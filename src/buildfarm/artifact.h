@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "pipeline/build/build_store.h"
+#include "pipeline/build/store.h"
 
 namespace kj::buildfarm {
 

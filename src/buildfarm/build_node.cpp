@@ -12,7 +12,7 @@
 #include "common/prometheus_text.h"
 #include "common/redis_endpoint.h"
 #include "kjsandbox/policy.h"
-#include "pipeline/kernelbench/kernelbench_prebuild.h"
+#include "pipeline/kernelbench/prebuild.h"
 #include "pipeline/run/sandbox_watch.h"
 #include "pipeline/run/workspace.h"
 

@@ -26,7 +26,7 @@
 #include "buildfarm/build_work.h"
 #include "buildfarm/redis_build_store.h"
 #include "common/config.h"
-#include "http/http_server.h"
+#include "http/server.h"
 #include "kjqueue/queue.h"
 
 namespace kj::buildfarm {

@@ -9,7 +9,7 @@
 #include "common/job_clock.h"
 #include "common/log.h"
 #include "pipeline/judge.h"
-#include "pipeline/kernelbench/kernelbench_build.h"
+#include "pipeline/kernelbench/build.h"
 #include "pipeline/job/validate.h"
 
 namespace kj::buildfarm {

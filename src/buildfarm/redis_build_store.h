@@ -18,7 +18,7 @@
 #include "buildfarm/file_artifact_store.h"
 #include "common/config.h"
 #include "kjqueue/queue.h"
-#include "pipeline/build/build_store.h"
+#include "pipeline/build/store.h"
 
 namespace kj::buildfarm {
 

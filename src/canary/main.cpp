@@ -25,7 +25,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "canary/canary_ptx.h"
+#include "canary/ptx.h"
 #include "canary/exit_codes.h"
 #include "runner/cuda_driver.h"
 #include "runner/error.h"

@@ -157,7 +157,7 @@ struct BuildConfig {
   int local_max = -1;
   // build node: a build request left unacked this long on another build node (it died) is taken over
   std::chrono::milliseconds request_idle{60'000};
-  // KernelBench build sandboxes at once on this node, whatever its job slots (pipeline/build/build_slots.h);
+  // KernelBench build sandboxes at once on this node, whatever its job slots (pipeline/build/slots.h);
   // 0: sized from its CPUs and memory.
   int concurrency = 0;
 };

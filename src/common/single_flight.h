@@ -2,7 +2,7 @@
 // leads and does the work; callers arriving while it runs follow, wait for it to land and take its
 // outcome instead of doing the same work again. KernelBench builds use it so that two identical
 // submissions, or strict and compat of one source, judged by two slots at once compile once
-// (kernelbench_build.cpp); across nodes the shared build store's lease does the same job.
+// (kernelbench/build.cpp); across nodes the shared build store's lease does the same job.
 #pragma once
 
 #include <poll.h>

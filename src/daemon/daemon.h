@@ -1,7 +1,9 @@
 // kjudged: the event loop (signals, heartbeat, lease renewal, cancel polling, watchdog, /metrics)
 // on Boost.Asio; a fetch thread that owns its own Redis connection (fair fetch across tenants,
 // the reaper, retry promotion, stream trimming); a pool of job slots that run the pipeline and
-// store results.
+// store results. One source file per part: daemon.cpp (startup, drain, reload, stop),
+// event_loop.cpp, fetch.cpp, job_slot.cpp; the entries' keys in held_entry.h, the watchdog's
+// clock and sd_notify in liveness.h.
 #pragma once
 
 #include <atomic>
@@ -24,7 +26,7 @@
 #include "daemon/gpu_health.h"
 #include "daemon/gpu_placement.h"
 #include "daemon/housekeeper.h"
-#include "http/http_server.h"
+#include "http/server.h"
 #include "daemon/metrics.h"
 #include "kjqueue/queue.h"
 
@@ -60,33 +62,34 @@ class Daemon {
   };
   using HeldPtr = std::shared_ptr<Held>;
 
-  // fetch thread
+  // fetch thread (fetch.cpp)
   void fetch_loop();
   std::optional<std::vector<std::string>> reapable(kjqueue::Queue& q);
   void take(std::vector<kjqueue::Delivery> got, bool front, const std::set<std::string>& cluster_capped);
   void dispatch_ready();
   bool capped(const std::string& tenant) const;  // mu_ held
-  // slots
+  // slots (job_slot.cpp)
   void process(const HeldPtr& h, unsigned slot);
   void finish(const HeldPtr& h);
   void check_gpu(const HeldPtr& h);
   int place_job();                              // the job's GPU (least busy usable one); -1 when stopping
   Config config_for_gpu(int gpu) const;          // the node's config with sandbox.gpu_index = gpu
-  nlohmann::json gpu_jobs_json() const;          // jobs per GPU, for the heartbeat
-  bool gpu_quarantined() const;                  // every GPU of the node is quarantined
-  // event loop
+  // event loop (event_loop.cpp)
   void heartbeat();
-  void publish_limits();  // kj:{pN}:config max_job_bytes, read by kj_submit
   void renew_leases();
   void renew_build_leases();
   void poll_cancels();
   void watchdog();
-  void begin_drain(const std::string& why);
-  void drain_tick();
-  void reload();
   HttpReply http(const std::string& target);
   std::vector<HeldPtr> snapshot(bool running_only);
   void hand_back(const std::vector<HeldPtr>& items);
+  nlohmann::json gpu_jobs_json() const;          // jobs per GPU, for the heartbeat
+  bool gpu_quarantined() const;                  // every GPU of the node is quarantined
+  // startup, drain and reload, on the event loop (daemon.cpp)
+  void publish_limits();  // kj:{pN}:config max_job_bytes, read by kj_submit
+  void begin_drain(const std::string& why);
+  void drain_tick();
+  void reload();
 
   Config cfg_;
   std::function<Config()> reload_fn_;

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway/gateway_config.h"
+#include "gateway/config.h"
 
 namespace kj::gateway {
 

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "gateway/gateway_config.h"
+#include "gateway/config.h"
 #include "gateway/limits.h"
 #include "gateway/metrics.h"
 #include "gateway/tokens.h"

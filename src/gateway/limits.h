@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/gateway_config.h"
+#include "gateway/config.h"
 
 namespace kj::gateway {
 

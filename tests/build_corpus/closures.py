@@ -2,7 +2,7 @@
 (the GPU nodes' torch): the system headers in the full header's closure and not the light one's,
 and the macros only the full one defines, for each shortcut (the .cu's light header and the minimal
 torch/types.h through nvcc, main.cpp's light header through g++). Prints one JSON object.
-tests/python/test_build_corpus.py requires no header and no macro a light header could read
+tests/python/builds/test_build_corpus.py requires no header and no macro a light header could read
 differently: a missing header is one light_headers.py must include, a macro one its scan must
 keep from a shortcut (light_headers.FULL_ONLY_NAMES)."""
 import json

@@ -1,6 +1,6 @@
 """Builds build-corpus programs (tests/build_corpus/programs/<name>/) the way kjudge builds them
 (light_headers.build) and as plain load_inline does, in the interpreter it runs in (the GPU nodes'
-torch, 2.11: tests/python/test_build_corpus.py, bench/build_bench/corpus.py). One JSON line per
+torch, 2.11: tests/python/builds/test_build_corpus.py, bench/build_bench/corpus.py). One JSON line per
 program on stdout.
 
 CPU is spent only where a comparison can tell something (issue 53):

@@ -7,7 +7,7 @@
 #include "buildfarm/artifact.h"
 #include "common/config.h"
 #include "kjudge/v1/result.pb.h"
-#include "pipeline/kernelbench/kernelbench_build_share.h"
+#include "pipeline/kernelbench/build_share.h"
 
 namespace kj::buildfarm {
 namespace {

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "buildfarm/build_work.h"
-#include "pipeline/kernelbench/kernelbench_build.h"
+#include "pipeline/kernelbench/build.h"
 #include "redis_server.h"
 
 namespace kj::buildfarm {

@@ -74,7 +74,7 @@ TEST_F(HousekeeperTest, AStaleHoldersFencedWritesAreRefused) {
 
 TEST_F(HousekeeperTest, ADeadHolderIsReplacedWithinItsLeaseAndOnlyTheHolderWorks) {
   // "dead": holds the lease and never renews it (as a SIGKILLed node); tested with real processes
-  // in tests/python/test_capacity.py
+  // in tests/python/daemon/test_capacity.py
   ASSERT_EQ(hold("dead/1"), "1");
   Housekeeper live(config("live"), [](std::size_t) {});
   live.start();

@@ -1,4 +1,4 @@
-#include "gateway/gateway_config.h"
+#include "gateway/config.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 /* A stand-in libcupti for testing libkjudge_kernel_trace.so where no GPU exists: the four CUPTI
  * functions the recorder binds, plus fake_fire(), which calls the subscribed callback as the
- * driver or runtime would on a launch. Built by tests/python/test_kernel_trace_lib.py. */
+ * driver or runtime would on a launch. Built by tests/python/harness/test_kernel_trace_lib.py. */
 #include <stdint.h>
 #include <string.h>
 

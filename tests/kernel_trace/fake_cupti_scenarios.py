@@ -1,7 +1,7 @@
 """Runs libkjudge_kernel_trace.so against fake_cupti.so in a fresh process (a libcupti already
 loaded would be taken first) and checks what it records. Usage: fake_cupti_scenarios.py
 <recorder.so> <fake_cupti.so>; exits non-zero with the failed check. Run by
-tests/python/test_kernel_trace_lib.py."""
+tests/python/harness/test_kernel_trace_lib.py."""
 import ctypes
 import sys
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Runs the KernelBench-format problem set (manifest.json) through `kjudge eval` and prints a
-tasks x verdicts table. Used by tests/python/test_kernelbench_suite.py (CPU, in scripts/test)
+tasks x verdicts table. Used by tests/python/kernelbench/test_kernelbench_suite.py (CPU, in scripts/test)
 and by bench/kernelbench/gpu_run (CUDA, realistic sizes, strict and compat side by side).
 
 Exit status: 0 when every verdict (and cheat class) is the expected one."""

@@ -1,6 +1,6 @@
-// The node's build places (pipeline/build/build_slots.h): sized from CPUs and memory unless configured,
+// The node's build places (pipeline/build/slots.h): sized from CPUs and memory unless configured,
 // handed out in arrival order, never more at once than the limit; a cancel ends a wait.
-#include "pipeline/build/build_slots.h"
+#include "pipeline/build/slots.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

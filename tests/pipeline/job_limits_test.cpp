@@ -1,4 +1,4 @@
-#include "pipeline/job/job_limits.h"
+#include "pipeline/job/limits.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "pipeline/kernelbench/kernelbench_roofline.h"
+#include "pipeline/kernelbench/roofline.h"
 
 namespace {
 using nlohmann::json;

@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "pipeline/checks/compare.h"
-#include "pipeline/kernelbench/kernelbench_baseline_cache.h"
-#include "pipeline/kernelbench/kernelbench_build.h"
-#include "pipeline/kernelbench/kernelbench_checks.h"
+#include "pipeline/kernelbench/baseline_cache.h"
+#include "pipeline/kernelbench/build.h"
+#include "pipeline/kernelbench/checks.h"
 #include "pipeline/timing/speedup.h"
 #include "pipeline/timing/loop_drift.h"
 #include "pipeline/timing/loop_marks.h"
-#include "pipeline/kernelbench/kernelbench_legality.h"
+#include "pipeline/kernelbench/legality.h"
 #include "pipeline/job/validate.h"
 #include "pipeline/verdict/verdict.h"
 

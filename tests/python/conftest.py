@@ -3,11 +3,22 @@
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import redis
+
+# The tests are grouped by concern, one folder each (tests/README.md). Every module is imported by
+# its plain name from any folder, whatever order the files are collected in: the helpers here
+# (eval_workspace, python_envs, hostile_clients) and the test modules whose fixtures others use
+# (test_fault, test_e2e, test_gateway, ...). File names stay unique across the folders.
+HERE = Path(__file__).resolve().parent
+for _folder in [HERE, *sorted(d for d in HERE.iterdir() if d.is_dir() and any(d.glob("test_*.py")))]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 REDIS_SERVER = os.environ.get("KJUDGE_REDIS_SERVER", "/usr/bin/redis-server")
 

@@ -1,4 +1,4 @@
-"""Misbehaving HTTP clients for kjudge-gateway (tests/python/test_gateway_hostile.py and
+"""Misbehaving HTTP clients for kjudge-gateway (tests/python/gateway/test_gateway_hostile.py and
 bench/gateway/hostile_bench.py), and the tenant that submits beside them.
 
 A Strangers attack keeps N connections from 127.0.0.1 misbehaving on one thread (non-blocking

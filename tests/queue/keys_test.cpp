@@ -4,7 +4,7 @@
 
 using kjqueue::Keys;
 
-// python/kjudge/keys.py must produce the same strings (tests/python/test_client.py pins them too).
+// python/kjudge/keys.py must produce the same strings (tests/python/client/test_client.py pins them too).
 TEST(QueueKeys, LiteralNames) {
   EXPECT_EQ(Keys::tag(0), "{p0}");
   EXPECT_EQ(Keys::tenants(0), "kj:{p0}:tenants");

@@ -9,19 +9,19 @@
 
 namespace kj {
 
-class BuildStore;  // pipeline/build/build_store.h (the build layer, above this one)
+class BuildStore;  // pipeline/build/store.h (the build layer, above this one)
 
 struct JudgeContext {
   const Config& config;
   std::string worker;  // "<node>/<slot>" for the Result
   // kjudged: the job's cancel fd in, GPU incidents of its sandboxes out (pipeline/run/sandbox_watch.h).
   SandboxWatch* watch = nullptr;
-  // kjudged with [build] shared: the cluster's shared KernelBench builds (pipeline/build/build_store.h).
+  // kjudged with [build] shared: the cluster's shared KernelBench builds (pipeline/build/store.h).
   BuildStore* builds = nullptr;
   // `kjudge eval`: judge on the device in turns with other evals of this node (device_turn_file).
   bool device_turns = false;
   // kjudged: the job's delivery (2 and up: a retry, which a KernelBench job runs with the
-  // device's memory to itself, pipeline/kernelbench/kernelbench_pipeline.cpp).
+  // device's memory to itself, pipeline/kernelbench/pipeline.cpp).
   unsigned delivery = 1;
 };
 

@@ -11,7 +11,7 @@
 //      device's recent drift (loop_drift.h);
 //   4. reported: the Result's Performance (speedup, interval, source), which
 //      pipeline/verdict/reward.cpp turns into the reward.
-// The pipeline that calls it (pipeline/kernelbench/kernelbench_pipeline.cpp, record_speedup) only
+// The pipeline that calls it (pipeline/kernelbench/pipeline.cpp, record_speedup) only
 // hands over what it holds. The candidate's in-process CUDA events are believed only while the
 // daemon's clock confirms them: the harness's own overhead around a call is measured on the
 // reference's loop (a process that runs no candidate code).

@@ -63,7 +63,7 @@ std::string make_feedback(const v1::Result& r, const std::string& detail) {
       return out;
     }
     case v1::COMPILE_ERROR:
-      // detail: the harness's first error at the candidate's line (kernelbench_build.cpp); the
+      // detail: the harness's first error at the candidate's line (kernelbench/build.cpp); the
       // raw log's excerpt only where there is none (native jobs, a build killed by a limit)
       if (!detail.empty()) return "Compilation failed:\n" + detail;
       return "Compilation failed: " + r.message() + "\n" + compile_log_excerpt(r.compile().log());

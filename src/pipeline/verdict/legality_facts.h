@@ -1,5 +1,5 @@
-// What the legality trace reports and how it classifies (kernelbench/kernelbench_legality.h fills
-// them from the candidate's harness and kernelbench_legality.json): plain facts, here so that
+// What the legality trace reports and how it classifies (kernelbench/legality.h fills
+// them from the candidate's harness and kernelbench/legality.json): plain facts, here so that
 // verdict.cpp's decide_legality weighs them without including the KernelBench layer above it.
 #pragma once
 

@@ -129,7 +129,7 @@ std::string signal_name(int sig);
 // A TrivialTask's one command: nullopt when no sandbox ran (bench/throughput: OK).
 Decision decide_trivial(const std::optional<kjsandbox::Report>& ran);
 
-// --- KernelBench-format jobs (the Python harness's roles; see kernelbench_pipeline.cpp) ---
+// --- KernelBench-format jobs (the Python harness's roles; see kernelbench/pipeline.cpp) ---
 
 // The job's GPU could not serve it (no context, no device memory for the judge's own work): the
 // node's fault. INFRA_ERROR (retried), and the GPU gets a health check (recorded in the job's
@@ -153,7 +153,7 @@ std::optional<Decision> decide_harness(const kjsandbox::Report& sandbox, const n
 // cheat class on `result` when the rule names one.
 std::optional<Decision> decide_static_policy(const nlohmann::json& policy, kjudge::v1::Result& result);
 
-// The legality trace, classified (kernelbench/kernelbench_legality.h; its facts: legality_facts.h): a Legality finding. Precedence: a broken
+// The legality trace, classified (kernelbench/legality.h; its facts: legality_facts.h): a Legality finding. Precedence: a broken
 // tracer (UNVERIFIABLE, fail closed) > framework compute (FALLBACK) > library kernels when the task
 // does not allow them (FALLBACK) > no custom work at all (DECOY).
 std::optional<Finding> decide_legality(const LegalityTrace& trace, const LegalityClass& cls, bool libraries_allowed);

@@ -34,7 +34,7 @@ void log_line(const std::string& job_id, const std::string& tenant, const std::s
   fail_if(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).empty());
 }
 
-// What process() in daemon.cpp does with a job that decoded.
+// What Daemon::process() (src/daemon/job_slot.cpp) does with a job that decoded.
 void use_decoded(const v1::Job& job, kj::Metrics& metrics) {
   const auto t = now();
   (void)kj::deadline_passed(job, t);
