@@ -51,7 +51,7 @@ from kjudge.client import QueueError
 from kjudge.gateway_client import GatewayClient, GatewayError, is_gateway_url
 from kjudge.integrations.pool import JudgePool
 from kjudge.jobs import build_job
-from kjudge.reward import JOB_OPTIONS, _finish, score_result
+from kjudge.reward import JOB_OPTIONS, not_judged, score_result
 
 _NOT_FROM_LABEL = ("tenant", "job_id", "meta")
 _MAX_BODY = 64 * 1024 * 1024
@@ -152,7 +152,7 @@ class KjudgeRewardServer(ThreadingHTTPServer):
                                           tenant=tenant or None,
                                           meta={"data_source": "openrlhf"}, **args)))
             except (TypeError, ValueError) as e:  # the label's options: the dataset's fault
-                details[i] = _finish(None, "INVALID_JOB", None, "bad label: %s" % e, None, "none")
+                details[i] = not_judged("INVALID_JOB", "bad label: %s" % e, on_error="none")
         results = [None] * len(jobs)
         try:
             if self.over_gateway:
@@ -165,7 +165,7 @@ class KjudgeRewardServer(ThreadingHTTPServer):
             if isinstance(e, GatewayError) and e.status == 401:
                 raise
             for i, _job in jobs:
-                details[i] = _finish(None, "QUEUE_ERROR", None, str(e), None, "none")
+                details[i] = not_judged("QUEUE_ERROR", str(e), on_error="none")
         else:
             for (i, job), result in zip(jobs, results):
                 details[i] = score_result(result, on_error="none")

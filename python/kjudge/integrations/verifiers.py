@@ -46,7 +46,7 @@ from kjudge.integrations.dataset import PROMPT, kernelbench_rows, problem_rows
 from kjudge.integrations.pool import JudgePool
 from kjudge.integrations.step import completion_text
 from kjudge.jobs import build_job
-from kjudge.reward import _finish, score_result
+from kjudge.reward import not_judged, score_result
 from kjudge.v1 import result_pb2, verdict_pb2
 
 TASKSET_ID = "kjudge-kernelbench"
@@ -118,9 +118,9 @@ async def judge_answer(config: KjudgeTaskConfig, data: KernelBenchData, answer: 
                         meta={"data_source": "verifiers"}, **{**config.job_options(), **job_args})
         [result] = await JudgePool.for_url(config.redis_url).judge_async([job], timeout_s=config.deadline_s)
     except QueueError as e:
-        return None, _finish(None, "QUEUE_ERROR", None, str(e), None, "none")
+        return None, not_judged("QUEUE_ERROR", str(e), on_error="none")
     except (TypeError, ValueError) as e:  # the dataset's or the options' fault, not the candidate's
-        return None, _finish(None, "INVALID_JOB", None, str(e), None, "none")
+        return None, not_judged("INVALID_JOB", str(e), on_error="none")
     return result, score_result(result, on_error="none")
 
 
