@@ -22,7 +22,7 @@ as `Authorization: Bearer <token>` or as the password of HTTP basic auth, which 
 `http://user:<token>@host/` URL makes aiohttp (OpenRLHF's client) send. With a Redis URL the
 server looks the token up where the gateway does (kj:{pN}:tokens, SHA-256) on every request, and
 the jobs are the token's tenant's; with a kjudge-gateway URL (http(s)://) it passes the token on
-and the gateway checks it. No token, or an unknown one: 401.
+and the gateway checks it (the jobs are its tenant's too). No token, or an unknown one: 401.
 
 Not scored is not the candidate's: OpenRLHF needs a number for every sample, so a query the judge
 did not score (an infrastructure fault, a bad reference, no verdict by --deadline-s) gets
@@ -326,6 +326,9 @@ class KjudgeRewardServer:
                                           meta={"data_source": "openrlhf"}, **args)))
             except (TypeError, ValueError) as e:  # the label's options: the dataset's fault
                 details[i] = not_judged("INVALID_JOB", "bad label: %s" % e, on_error="none")
+        if self.over_gateway:  # no tenant: the gateway takes the token's (a named one must be the token's)
+            for _i, job in jobs:
+                job.tenant = ""
         return jobs, details
 
     def _rewards(self, jobs, details, results, error, queries, prompts):

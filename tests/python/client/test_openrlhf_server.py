@@ -1,8 +1,9 @@
 """kjudge.integrations.openrlhf's HTTP server (the asyncio one) against a real redis-server with
 kjudge's functions and no daemon: its HTTP (keep-alive, a refused request's body, Expect:
 100-continue), the token check on every request, the coalescing of concurrent requests into
-shared Redis round trips with each request's quota refusal its own, and the deadline: a sample
-without a verdict gets `unscored`, flagged, never a candidate's number, and its job is cancelled.
+shared Redis round trips with each request's quota refusal its own, the deadline (a sample
+without a verdict gets `unscored`, flagged, never a candidate's number, and its job is cancelled)
+and, over a real kjudge-gateway, the gateway's token check.
 With the daemon and OpenRLHF's own client: tests/trainers/test_openrlhf.py."""
 
 import base64
@@ -18,6 +19,7 @@ from pathlib import Path
 from kjudge import keys
 from kjudge.client import Client
 from kjudge.integrations.openrlhf import KjudgeRewardServer
+from test_gateway import admin, gateway, wait_until  # noqa: F401  (a real kjudge-gateway)
 
 REFERENCE = (Path(__file__).resolve().parents[2] / "kernelbench" / "tasks" / "activation_relu" / "reference.py").read_text()
 TOKEN = "kjt_openrlhf_server_test_0123456789abcdef"
@@ -131,3 +133,25 @@ def test_concurrent_requests_share_round_trips_and_keep_their_own_quota_refusal(
     # 64 requests, a few pipelined round trips: the first of each turn of the loop alone, the rest together
     assert sum(calls) == 64 and len(calls) <= 16 and max(calls) >= 32, repr(calls)
     assert client.redis.xlen(keys.jobs(0, "dev")) == 40
+
+
+def test_over_a_gateway_the_gateway_checks_the_token(redis_url, gateway):  # noqa: F811
+    # --redis http(s)://gateway: the server passes the token on; each request's judge_many holds a thread
+    token = admin(redis_url, "token", "create", "team-a")
+    wait_until(lambda: gateway.request("GET", "/v1/batches/none", token=token)[0] == 404)  # the gateway knows it
+    server = KjudgeRewardServer(("127.0.0.1", 0), redis_url=gateway.url, unscored=UNSCORED, backend="cpu",
+                                deadline_s=1.0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=60)
+        assert ask(conn, "POST", "/reward", body(), {})[0] == 401  # no token: refused here
+        status, _h, reply = ask(conn, "POST", "/reward", body(), {"Authorization": "Bearer kjt_" + "0" * 64})
+        assert status == 401 and reply["error"] == "unauthorized", reply  # the gateway's refusal, passed on
+        # no kjudged: queued through the gateway as team-a's, then unscored at the deadline
+        status, _h, reply = ask(conn, "POST", "/reward", body(), {"Authorization": "Bearer " + token})
+        assert status == 200, reply
+        assert reply["rewards"] == [UNSCORED] and reply["verdicts"] == ["JUDGE_TIMEOUT"], reply
+        assert reply["extra_logs"]["kjudge_scored"] == [0.0]
+        assert Client(redis_url).redis.xlen(keys.jobs(0, "team-a")) == 1  # the token's tenant's job
+    finally:
+        stop(server)
