@@ -175,10 +175,12 @@ class Client:
         entry_id, duplicate = self._call(once)
         return _text(entry_id), bool(duplicate)
 
-    def submit_many(self, jobs, partition: int = 0, batch_size: int = 0):
+    def submit_many(self, jobs, partition: int = 0, batch_size: int = 0, return_errors: bool = False):
         """submit() for many jobs, pipelined (one round trip per 1000 jobs). Every job is
         validated before anything is sent. Returns [(entry_id, duplicate), ...] in order.
-        A job refused by its quota raises QueueFull (the ones before it are queued)."""
+        A job refused by its quota raises QueueFull (the ones before it are queued); with
+        return_errors, a refused job's place holds its QueueFull (or QueueError) instead and the
+        others are as if each had been submitted alone (a failed round trip still raises)."""
         calls = [self._submit_args(job, partition, batch_size) for job in jobs]
         out = []
         for start in range(0, len(calls), _PIPELINE_CHUNK):
@@ -196,13 +198,15 @@ class Client:
                     ha.check_acks(got.pop(), self._acks)
                 return got
 
-            replies = self._call(once)
-            for r in replies:
+            for r in self._call(once):
                 if isinstance(r, redis.ResponseError):
-                    if str(r).startswith("QUEUEFULL"):
-                        raise QueueFull(str(r)[len("QUEUEFULL "):])
-                    raise QueueError("redis %s: %s" % (self.url, r))
-            out.extend((_text(entry_id), bool(dup)) for entry_id, dup in replies)
+                    err = (QueueFull(str(r)[len("QUEUEFULL "):]) if str(r).startswith("QUEUEFULL")
+                           else QueueError("redis %s: %s" % (self.url, r)))
+                    if not return_errors:
+                        raise err
+                    out.append(err)
+                else:
+                    out.append((_text(r[0]), bool(r[1])))
         return out
 
     # -- cancel, batches ---------------------------------------------------------------------

@@ -114,6 +114,14 @@ def score_result(result, score_fn=None, on_error="raise"):
     return _finish(result, verdict, speedup, feedback, score_fn, on_error)
 
 
+def not_judged(verdict, feedback, score_fn=None, on_error="raise"):
+    """The reward dict of a sample the judge gave no result for: verdict names why (QUEUE_ERROR:
+    the queue was unreachable, INVALID_JOB: the job could not be built, JUDGE_TIMEOUT, ...), as
+    score_result would give it (on_error as there; an infrastructure or invalid verdict is never
+    scored, so it never carries a candidate's number)."""
+    return _finish(None, verdict, None, feedback, score_fn, on_error)
+
+
 def _finish(result, verdict, speedup, feedback, score_fn, on_error):
     out = {"score": None, "verdict": verdict, "speedup": speedup, "feedback": feedback, "scored": False,
            "infra_error": verdict in INFRA, "policy": None}
@@ -158,7 +166,7 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
         if results_out is not None:
             results_out.extend(results)
     except QueueError as e:
-        return [_finish(None, "QUEUE_ERROR", None, str(e), score_fn, on_error) for _ in items]
+        return [not_judged("QUEUE_ERROR", str(e), score_fn, on_error) for _ in items]
     return [score_result(r, score_fn, on_error) for r in results]
 
 

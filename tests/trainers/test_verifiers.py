@@ -1,16 +1,20 @@
 """verifiers (the v1 stack, pinned in locks/verifiers.txt) runs kjudge's environment against a real
 kjudged (cpu backend): verifiers' own loader builds the env from its plugin ids, its own episode
 loop (Env.run_episode: the agent, the interception server, the trace, Task.score) rolls out and
-scores. The model is a scripted OpenAI-compatible HTTP server on 127.0.0.1 (fixed answers; nothing
-is downloaded). Checked: each rollout's reward is the daemon's Result.reward for its job, read back
-from Redis, for an honest kernel, a wrong one, a cheat and an answer with no code; a rollout whose
-job the queue cancelled (an infrastructure fault) has no reward (None: scoring did not run) and an
-error on its trace, never a candidate's score; the per-stage metrics are on the trace; in the
-repair env a failing first answer is followed by a second turn whose user message is kjudge's
-feedback, and the rollout's reward is the repair's."""
+scores; and verifiers' `vf-eval` command runs kjudge's taskset by its id. The model is a scripted
+OpenAI-compatible HTTP server on 127.0.0.1 (fixed answers; nothing is downloaded). Checked: each
+rollout's reward is the daemon's Result.reward for its job, read back from Redis, for an honest
+kernel, a wrong one, a cheat and an answer with no code; a rollout whose job the queue cancelled
+(an infrastructure fault) or that had no verdict by deadline_s has no reward (None: scoring did
+not run) and an error on its trace, never a candidate's score; the per-stage metrics are on the
+trace; in the repair env a failing first answer is followed by a second turn whose user message is
+kjudge's feedback, and the rollout's reward is the repair's."""
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +23,7 @@ import pytest
 import verifiers.v1 as vf
 
 import kjudge.integrations.verifiers as kv
+from kjudge import keys
 from kjudge.client import Client
 from kjudge.jobs import default_tenant
 
@@ -75,6 +80,14 @@ class ScriptedModel:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class ModelOnly(ScriptedModel):
+    """ScriptedModel's endpoint, for a client that is not this process's (base_url)."""
+
+    @property
+    def base_url(self):
+        return "http://127.0.0.1:%d/v1" % self.server.server_port
 
 
 def text_of(message):
@@ -145,6 +158,26 @@ def test_rollouts_are_scored_with_the_daemons_reward(redis_url, daemon):  # noqa
     assert trace.info["kjudge"]["verdict"] == "CANCELLED"
 
 
+def test_rollout_without_a_verdict_by_the_deadline_is_not_scored(redis_url, daemon):  # noqa: F811
+    # an honest kernel (OK, had it been judged): its job takes seconds, the deadline is 0.2 s
+    model = ScriptedModel(lambda messages: fenced(TASKS / "activation_relu/cpu_ok.py"))
+    try:
+        env = kv.load_environment(problems=[("activation_relu", TASKS / "activation_relu/reference.py")],
+                                  backend="cpu", trials=5, redis_url=redis_url, deadline_s=0.2)
+        task, = list(env.taskset)
+        episode, = asyncio.run(episodes(env, model.ctx, [task]))
+    finally:
+        model.close()
+    trace = the_trace(episode)
+    assert trace.rewards.get("kjudge") is None, trace.rewards
+    assert not trace.ok and any("JUDGE_TIMEOUT" in (e.message or "") for e in trace.errors), trace.errors
+    assert trace.metrics["kjudge/scored"] == 0.0 and trace.metrics["kjudge/infra_error"] == 1.0
+    info = trace.info["kjudge"]
+    assert info["verdict"] == "JUDGE_TIMEOUT"
+    # cancelled in the queue: the verdict, when the worker stops, is CANCELLED, never read as a reward
+    assert Client(redis_url).redis.exists(keys.cancel(0, default_tenant(), info["job_id"]))
+
+
 def test_repair_turn_gets_kjudges_feedback(redis_url, daemon):  # noqa: F811
     wrong = fenced(TASKS / "activation_relu/cpu_cheat_identity.py")
     right = fenced(TASKS / "activation_relu/cpu_ok.py")
@@ -180,6 +213,44 @@ def test_repair_turn_gets_kjudges_feedback(redis_url, daemon):  # noqa: F811
     assert trace.rewards["kjudge"].score == second.reward.value > 0
     assert trace.info["kjudge"]["job_id"] == second.job_id  # scored from the env's verdict, not judged again
     assert trace.metrics["kjudge/turns"] == 2.0 and trace.metrics["kjudge/ok"] == 1.0
+
+
+def test_vf_eval_command_scores_with_the_daemons_reward(redis_url, daemon, tmp_path):  # noqa: F811
+    """verifiers' own command line (`vf-eval <taskset-id>`, its eval client against the scripted
+    model's endpoint, no upload) loads kjudge's taskset by id and scores every rollout with the
+    daemon's Result.reward for its job."""
+    answers = iter(list(RELU))
+    model = ModelOnly(lambda messages: next(answers))
+    vf_eval = Path(sys.executable).with_name("vf-eval")
+    out = tmp_path / "out"
+    try:
+        run = subprocess.run(
+            [str(vf_eval), "kjudge-kernelbench", "--push", "False", "-m", "scripted", "-r", str(len(RELU)),
+             "--client.base-url", model.base_url, "--client.api-key-var", "KJUDGE_TEST_API_KEY", "-o", str(out),
+             "--env.taskset.problems", json.dumps([["activation_relu", str(TASKS / "activation_relu/reference.py")]]),
+             "--env.taskset.task.backend", "cpu", "--env.taskset.task.trials", "5",
+             "--env.taskset.task.redis-url", redis_url, "--env.taskset.task.deadline-s", "600"],
+            env=dict(os.environ, KJUDGE_TEST_API_KEY="unused", HF_HUB_OFFLINE="1"), capture_output=True, text=True,
+            timeout=900, cwd=tmp_path)
+    finally:
+        model.close()
+    assert run.returncode == 0, (run.stdout[-3000:], run.stderr[-3000:])
+    episodes_ = [json.loads(line) for f in out.rglob("traces.jsonl") for line in f.read_text().splitlines() if line]
+    traces = [t for e in episodes_ for t in e["traces"]]
+    assert len(traces) == len(RELU) and all(e["ok"] for e in episodes_), (run.stdout[-2000:], run.stderr[-2000:])
+    client = Client(redis_url)
+    seen = set()
+    for trace in traces:
+        info = trace["info"]["kjudge"]
+        result = client.get_result(default_tenant(), info["job_id"])
+        assert result is not None, info
+        reply = next(n["message"]["content"] for n in trace["nodes"] if n["message"]["role"] == "assistant")
+        assert info["verdict"] == RELU[next(a for a in RELU if a.strip() == reply.strip())], info
+        assert trace["rewards"]["kjudge"]["score"] == result.reward.value, (trace["rewards"], result.reward)
+        assert trace["metrics"]["kjudge/scored"] == 1.0
+        seen.add(info["verdict"])
+    assert seen == set(RELU.values())
+    assert len(model.requests) == len(RELU)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,18 @@ class JudgePool:
 
     def submit(self, jobs):
         """Queues the jobs (one pipelined round trip); returns (tenant, job_ids, futures)."""
+        out = self.submit_groups([jobs])[0]
+        if isinstance(out, QueueError):
+            raise out
+        return out
+
+    def submit_groups(self, groups):
+        """submit() for several callers at once, in one pipelined round trip: groups is a list of
+        job lists, all of one tenant. Returns, per group, (tenant, job_ids, futures) or the
+        QueueError (QueueFull: a quota) that refused one of its jobs; a refused group's other jobs
+        are cancelled, as if it had been submitted alone, and the other groups are unaffected.
+        A failed round trip raises (every group's queued jobs cancelled)."""
+        jobs = [j for g in groups for j in g]
         tenants = {j.tenant for j in jobs}
         if len(tenants) != 1:
             raise ValueError("JudgePool: one tenant per call, got %s" % sorted(tenants))
@@ -153,16 +165,32 @@ class JudgePool:
         try:
             # a job id already in the queue (a caller's retry) is not queued again: its verdict
             # reaches every caller waiting for it
-            self.client.submit_many(jobs, self.partition)
+            replies = self.client.submit_many(jobs, self.partition, return_errors=True)
         except QueueError:
-            waiter.drop(ids, futures)
-            for job_id in ids:  # those queued before the failure would run for nobody
-                try:
-                    self.client.cancel(tenant, job_id, self.partition)
-                except QueueError:
-                    break
+            self._withdraw(tenant, ids, futures)
             raise
-        return tenant, ids, futures
+        out, at = [], 0
+        for group in groups:
+            span = slice(at, at + len(group))
+            at += len(group)
+            refused = next((r for r in replies[span] if isinstance(r, QueueError)), None)
+            if refused is None:
+                out.append((tenant, ids[span], futures[span]))
+            else:
+                self._withdraw(tenant, ids[span], futures[span], replies[span])
+                out.append(refused)
+        return out
+
+    def _withdraw(self, tenant, ids, futures, replies=None):
+        """Stops waiting for these jobs and cancels those queued (they would run for nobody)."""
+        self._waiter(tenant).drop(ids, futures)
+        for i, job_id in enumerate(ids):
+            if replies is not None and isinstance(replies[i], QueueError):
+                continue  # refused: never queued
+            try:
+                self.client.cancel(tenant, job_id, self.partition)
+            except QueueError:
+                break
 
     def _give_up(self, tenant, ids, futures):
         """Cancels (in the queue) the jobs whose futures are not done; their results are None."""

@@ -46,7 +46,7 @@ from kjudge.integrations.dataset import PROMPT, kernelbench_rows, problem_rows
 from kjudge.integrations.pool import JudgePool
 from kjudge.integrations.step import completion_text
 from kjudge.jobs import build_job
-from kjudge.reward import _finish, score_result
+from kjudge.reward import not_judged, score_result
 from kjudge.v1 import result_pb2, verdict_pb2
 
 TASKSET_ID = "kjudge-kernelbench"
@@ -112,16 +112,20 @@ def _stage_metrics(result, details) -> dict:
 
 
 async def judge_answer(config: KjudgeTaskConfig, data: KernelBenchData, answer: str, **job_args):
-    """(Result or None, reward details) for one answer: one job through the URL's JudgePool."""
+    """(Result or None, reward details) for one answer: one job through the URL's JudgePool.
+    details["job_id"] names the job even without a result (past the deadline: cancelled)."""
+    job = None
     try:
         job = build_job(data.reference, completion=answer, problem_id=data.problem_id,
                         meta={"data_source": "verifiers"}, **{**config.job_options(), **job_args})
         [result] = await JudgePool.for_url(config.redis_url).judge_async([job], timeout_s=config.deadline_s)
+        details = score_result(result, on_error="none")
     except QueueError as e:
-        return None, _finish(None, "QUEUE_ERROR", None, str(e), None, "none")
+        result, details = None, not_judged("QUEUE_ERROR", str(e), on_error="none")
     except (TypeError, ValueError) as e:  # the dataset's or the options' fault, not the candidate's
-        return None, _finish(None, "INVALID_JOB", None, str(e), None, "none")
-    return result, score_result(result, on_error="none")
+        result, details = None, not_judged("INVALID_JOB", str(e), on_error="none")
+    details["job_id"] = job.job_id if job is not None else None
+    return result, details
 
 
 _JUDGED: dict[int, tuple[str, Any, dict]] = {}  # id(trace) -> (answer, Result, details): an env's last turn
@@ -158,7 +162,7 @@ class KernelBenchTask(vf.Task[KernelBenchData, KjudgeTaskConfig]):
         result, details = await self._judged(trace)
         info = trace.info.setdefault("kjudge", {"turns": []})
         info.update(verdict=details["verdict"], scored=details["scored"], policy=details["policy"],
-                    job_id=result.job_id if result is not None else None)
+                    job_id=details.get("job_id"))
         metrics = _stage_metrics(result, details)
         metrics["kjudge/turns"] = float(max(1, len(info["turns"])))
         return metrics
@@ -277,7 +281,7 @@ class KjudgeRepairEnv(vf.Env[KjudgeRepairEnvConfig]):
                 result, details = await judge_answer(config, data, answer, **job_args)
                 remember(chat.trace, answer, result, details)
                 log.append({"turn": turn, "verdict": details["verdict"], "scored": details["scored"],
-                            "score": details["score"], "job_id": result.job_id if result is not None else None})
+                            "score": details["score"], "job_id": details.get("job_id")})
                 if result is None or not details["scored"] or turns.is_ok(result) or turn + 1 == self.config.max_turns:
                     break
                 job_args = turns.next_turn_args(result)

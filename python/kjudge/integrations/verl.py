@@ -23,7 +23,7 @@ from kjudge.client import QueueError
 from kjudge.integrations.pool import JudgePool
 from kjudge.jobs import build_job
 from kjudge.judging import judge_many
-from kjudge.reward import _finish, _job_args, compute_score_batch as _batch, score_result
+from kjudge.reward import _job_args, compute_score_batch as _batch, not_judged, score_result
 
 UNSCORED = 0.0
 _EXTRA_KEYS = ("verdict", "speedup", "scored", "infra_error", "policy")
@@ -65,9 +65,9 @@ async def compute_score_async(data_source, solution_str, ground_truth, extra_inf
         job = build_job(args.pop("reference"), **args)
         [result] = await JudgePool.for_url(redis_url).judge_async([job], timeout_s=timeout_s)
     except QueueError as e:
-        return _for_verl(_finish(None, "QUEUE_ERROR", None, str(e), None, "none"), unscored)
+        return _for_verl(not_judged("QUEUE_ERROR", str(e), on_error="none"), unscored)
     except (TypeError, ValueError) as e:  # the sample's options: the dataset's, not the candidate's
-        return _for_verl(_finish(None, "INVALID_JOB", None, str(e), None, "none"), unscored)
+        return _for_verl(not_judged("INVALID_JOB", str(e), on_error="none"), unscored)
     return _for_verl(score_result(result, on_error="none"), unscored)
 
 

@@ -80,6 +80,18 @@ def test_judge_timeout_and_invalid_job_are_not_scored():
     assert bad["score"] is None and not bad["infra_error"]
 
 
+def test_not_judged_is_never_scored_even_with_a_score_fn():
+    # the public name the integrations use for a sample without a result (kjudge.integrations.*)
+    for verdict, flag in (("QUEUE_ERROR", True), ("JUDGE_TIMEOUT", True), ("INVALID_JOB", False)):
+        out = reward.not_judged(verdict, "why", score_fn=lambda v, s: 1.0, on_error="none")
+        assert out["score"] is None and not out["scored"] and out["infra_error"] is flag
+        assert out["verdict"] == verdict and out["feedback"] == "why" and out["policy"] is None
+    with pytest.raises(reward.InfraError):
+        reward.not_judged("QUEUE_ERROR", "down")
+    with pytest.raises(reward.InvalidJobError):
+        reward.not_judged("INVALID_JOB", "bad reference")
+
+
 def test_unreachable_queue_is_an_infra_error(tmp_path):
     url = "unix://" + str(tmp_path / "nothing.sock")
     with pytest.raises(reward.InfraError):
