@@ -137,7 +137,9 @@ def _finish(result, verdict, speedup, feedback, score_fn, on_error):
     return out
 
 
-def _job_args(solution_str, ground_truth, extra_info, kwargs):
+def job_args(solution_str, ground_truth, extra_info, kwargs):
+    """The judge_many item of one sample: veRL's (solution, ground truth, extra_info) and the
+    call's keyword options, each kept only where it is a job option (the completion is the code)."""
     args = {k: v for k, v in kwargs.items() if k in JOB_OPTIONS}
     if isinstance(ground_truth, dict):
         args.update({k: v for k, v in ground_truth.items() if k in JOB_OPTIONS or k == "reference"})
@@ -155,7 +157,7 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
     extra_infos = extra_infos if extra_infos is not None else [None] * len(solution_strs)
     items = []
     for source, sol, gt, extra in zip(data_sources, solution_strs, ground_truths, extra_infos):
-        args = _job_args(sol, gt, extra, kwargs)
+        args = job_args(sol, gt, extra, kwargs)
         meta = dict(args.get("meta") or {})
         if source:
             meta.setdefault("data_source", str(source))

@@ -23,7 +23,7 @@ from kjudge.client import QueueError
 from kjudge.integrations.pool import JudgePool
 from kjudge.jobs import build_job
 from kjudge.judging import judge_many
-from kjudge.reward import _job_args, compute_score_batch as _batch, not_judged, score_result
+from kjudge.reward import compute_score_batch as _batch, job_args, not_judged, score_result
 
 UNSCORED = 0.0
 _EXTRA_KEYS = ("verdict", "speedup", "scored", "infra_error", "policy")
@@ -57,7 +57,7 @@ async def compute_score_async(data_source, solution_str, ground_truth, extra_inf
     call submits its job and awaits its verdict without holding a thread (one thread per tenant
     reads the queue's completion stream), so the loop is never blocked and a step's samples are
     all in the queue at once, not a thread pool's worth at a time."""
-    args = _job_args(solution_str, ground_truth, extra_info, kwargs)
+    args = job_args(solution_str, ground_truth, extra_info, kwargs)
     meta = dict(args.get("meta") or {})
     meta.setdefault("data_source", str(data_source))
     args["meta"] = meta

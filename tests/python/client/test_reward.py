@@ -101,7 +101,7 @@ def test_unreachable_queue_is_an_infra_error(tmp_path):
 
 
 def test_verl_arguments_reach_the_job():
-    args = reward._job_args("the completion", {"reference": "ref src", "backend": "cpu"},
+    args = reward.job_args("the completion", {"reference": "ref src", "backend": "cpu"},
                             {"mode": "compat", "problem_id": "level1/19_ReLU", "index": 7}, {"backend": "cuda", "trials": 5})
     job = build_job(args.pop("reference"), **args)
     assert job.kernelbench.completion == "the completion" and job.kernelbench.reference_py == "ref src"

@@ -48,7 +48,7 @@ def test_first_turn_and_best_of_turns_rates():
 
 def test_compute_score_passes_group_and_turn_to_the_job():
     from kjudge import reward
-    args = reward._job_args("answer", "ref", {"group": "g1", "turn": 2, "parent_job_id": "kj-9"}, {})
+    args = reward.job_args("answer", "ref", {"group": "g1", "turn": 2, "parent_job_id": "kj-9"}, {})
     job = build_job(args.pop("reference"), **args)
     assert job.client_meta["group"] == "g1" and job.turn.turn_index == 2 and job.turn.parent_job_id == "kj-9"
     assert turns.is_ok(judged("a", 0, "OK")) and not turns.is_ok(None)
