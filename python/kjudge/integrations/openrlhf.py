@@ -389,12 +389,8 @@ class KjudgeRewardServer:
         if jobs:
             try:
                 tenant_, ids, futures = await self._submitter([j for _i, j in jobs])
-                await asyncio.wait([asyncio.wrap_future(f) for f in futures], timeout=max(0.0, self.deadline_s))
-                if all(f.done() for f in futures):
-                    results = self.pool._give_up(tenant_, ids, futures)
-                else:  # past the deadline: the late jobs are cancelled in the queue (round trips)
-                    results = await loop.run_in_executor(self._redis_threads, self.pool._give_up, tenant_, ids,
-                                                         futures)
+                results = await self.pool.collect_async(tenant_, ids, futures, timeout_s=self.deadline_s,
+                                                        executor=self._redis_threads)
             except QueueError as e:
                 error = e
         return self._rewards(jobs, details, results, error, queries, prompts)

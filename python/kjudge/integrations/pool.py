@@ -195,12 +195,7 @@ class JudgePool:
     def _give_up(self, tenant, ids, futures):
         """Cancels (in the queue) the jobs whose futures are not done; their results are None."""
         late = [(j, f) for j, f in zip(ids, futures) if not f.done()]
-        self._waiter(tenant).drop([j for j, _f in late], [f for _j, f in late])
-        for job_id, _f in late:
-            try:
-                self.client.cancel(tenant, job_id, self.partition)
-            except QueueError:
-                break
+        self._withdraw(tenant, [j for j, _f in late], [f for _j, f in late])
         out = []
         for f in futures:
             if f.done() and not f.cancelled():
@@ -232,13 +227,21 @@ class JudgePool:
         if self.over_gateway:
             return await loop.run_in_executor(None, lambda: self.judge(jobs, timeout_s=timeout_s))
         tenant, ids, futures = await loop.run_in_executor(None, self.submit, jobs)
-        wrapped = [asyncio.wrap_future(f) for f in futures]
+        return await self.collect_async(tenant, ids, futures, timeout_s=timeout_s)
+
+    async def collect_async(self, tenant, ids, futures, *, timeout_s, executor=None):
+        """The results of submit()'s jobs (None: no verdict), waited for on the loop up to
+        timeout_s; the late ones are cancelled in the queue, in executor (round trips), also when
+        the wait itself is cancelled."""
+        loop = asyncio.get_running_loop()
         try:
-            await asyncio.wait(wrapped, timeout=max(0.0, timeout_s))
+            await asyncio.wait([asyncio.wrap_future(f) for f in futures], timeout=max(0.0, timeout_s))
         except asyncio.CancelledError:
-            await loop.run_in_executor(None, self._give_up, tenant, ids, futures)
+            await loop.run_in_executor(executor, self._give_up, tenant, ids, futures)
             raise
-        return await loop.run_in_executor(None, self._give_up, tenant, ids, futures)
+        if all(f.done() for f in futures):
+            return self._give_up(tenant, ids, futures)  # nothing to cancel: no round trip
+        return await loop.run_in_executor(executor, self._give_up, tenant, ids, futures)
 
     def close(self):
         self.closed = True
