@@ -195,8 +195,8 @@ int exit_status(const kjsandbox::Report& r) {
 bool job_cgroups_ready() {
   const auto cg = kjsandbox::setup_cgroups({.own_subtree = true, .command_line = {}});
   if (cg.ok) return true;
-  std::cerr << "kjudge-sandbox: cannot create job cgroups: " << cg.error << "\n";
-  if (!cg.fix.empty()) std::cerr << "  fix: " << cg.fix << " (or --no-cgroup)\n";
+  std::cerr << "kjudge-sandbox: cannot create job cgroups: " << cg.explained()
+            << (cg.fix.empty() ? "" : " (or --no-cgroup)") << "\n";
   return false;
 }
 

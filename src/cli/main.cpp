@@ -51,8 +51,7 @@ bool eval_cgroups_ready() {
     kjsandbox::cleanup_stale_cgroups();  // after the set-up, as kjudged: on v2 its base is ours then
     return true;
   }
-  std::cerr << "kjudge eval cannot create job cgroups: " << cg.error << "\n";
-  if (!cg.fix.empty()) std::cerr << "  fix: " << cg.fix << "\n";
+  std::cerr << "kjudge eval cannot create job cgroups: " << cg.explained() << "\n";
   return false;
 }
 

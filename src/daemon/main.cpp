@@ -26,8 +26,7 @@ void setup_cgroups_or_refuse(bool dev) {
     kj::log::info("sandbox.cgroups_ready", {{"mode", cg.mode}, {"base", cg.base}});
     return;
   }
-  std::string msg = "kjudged cannot create job cgroups: " + cg.error;
-  if (!cg.fix.empty()) msg += "\n  fix: " + cg.fix;
+  const std::string msg = "kjudged cannot create job cgroups: " + cg.explained();
   std::cerr << msg << "\n";
   throw std::runtime_error(msg);
 }

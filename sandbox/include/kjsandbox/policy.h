@@ -162,6 +162,8 @@ struct CgroupSetup {
   std::string base;   // v2: where job cgroups go
   std::string error;  // !ok: what failed
   std::string fix;    // !ok: the command that fixes it, when one is known
+  // what failed and, when known, "\n  fix: <command>", as every caller reports it
+  std::string explained() const { return fix.empty() ? error : error + "\n  fix: " + fix; }
 };
 CgroupSetup setup_cgroups(const CgroupSetupOptions& options = {});
 
