@@ -11,7 +11,7 @@ import threading
 import time
 
 from kjudge import keys
-from kjudge.client import Client, QueueError
+from kjudge.client import Client, QueueError, completion_counts
 from kjudge.gateway_client import GatewayClient
 from kjudge.v1 import job_pb2, verdict_pb2
 
@@ -122,16 +122,6 @@ class Reader(threading.Thread):
                 time.sleep(0.05)
 
 
-def done_events(rc, tenant):
-    """job id -> completion events on the tenant's done stream."""
-    counts = {}
-    for _id, fields in rc.xrange(keys.done(0, tenant), "-", "+"):
-        jid = fields.get(b"id")
-        if jid:
-            counts[jid.decode()] = counts.get(jid.decode(), 0) + 1
-    return counts
-
-
 def check(ledger, url, tenants, settle_s=60):
     """After the load stopped: waits up to settle_s for every acknowledged job's result, then
     {'acked', 'lost', 'changed_after_read', 'duplicates', 'verdicts'} (lists of job ids)."""
@@ -146,7 +136,7 @@ def check(ledger, url, tenants, settle_s=60):
     changed = sorted(k for k, (raw, _) in ledger.read.items() if final.get(k) is None or final[k].SerializeToString() != raw)
     duplicates, verdicts = [], {}
     for t in tenants:
-        events = done_events(client.redis, t)
+        events = completion_counts(client.redis, t)
         duplicates += [(t, j) for j, n in events.items() if n > 1]
     for r in final.values():
         if r is not None:

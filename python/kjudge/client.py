@@ -64,6 +64,18 @@ def server_message(error: redis.ResponseError) -> str:
     return str(error).rpartition(" of pipeline caused error: ")[2]
 
 
+def completion_counts(rc: redis.Redis, tenant: str, partition: int = 0) -> dict:
+    """job id -> completion events on the tenant's done stream (a Redis connection): more than one
+    for a job is a duplicate delivery, what the exactly-once checks of the fault and cluster tests
+    and deploy/cluster/load.py count."""
+    counts = {}
+    for _id, fields in rc.xrange(keys.done(partition, tenant), "-", "+"):
+        jid = fields.get(b"id")
+        if jid:
+            counts[jid.decode()] = counts.get(jid.decode(), 0) + 1
+    return counts
+
+
 def _check_names(tenant: str, job_id: str) -> None:
     if not keys.valid_tenant(tenant):
         raise QueueError("invalid tenant %r (want [a-z0-9_-]{1,64})" % (tenant,))

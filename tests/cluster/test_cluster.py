@@ -13,7 +13,7 @@ import time
 import redis
 
 import load
-from kjudge.client import Client, QueueError
+from kjudge.client import Client, QueueError, completion_counts
 from kjudge.v1 import result_pb2, verdict_pb2
 
 DIRECT, VIA_GATEWAY = "direct", "demo"
@@ -146,7 +146,7 @@ def test_judging_node_killed_or_frozen_its_jobs_finish_elsewhere(cluster_factory
             assert not any(e["stored"] for e in late_results(c, victim, held))
             again = client.wait_many(DIRECT, ids, timeout_s=5)
             assert {j: r.SerializeToString() for j, r in again.items()} == first
-    events = load.done_events(c.primary_client(redis), DIRECT)
+    events = completion_counts(c.primary_client(redis), DIRECT)
     assert all(n == 1 for n in events.values()) and len(events) == 16
 
 

@@ -18,7 +18,7 @@ import redis
 
 import load
 from cluster import Cluster
-from kjudge.client import Client
+from kjudge.client import Client, completion_counts
 from kjudge.v1 import verdict_pb2
 from test_cluster import DIRECT, late_results
 
@@ -87,7 +87,7 @@ def test_node_partitioned_past_its_lease_comes_back_without_a_second_verdict(net
         assert not any(e["stored"] for e in late_results(c, "node0", held))
         again = client.wait_many(DIRECT, ids, timeout_s=5)
         assert {j: r.SerializeToString() for j, r in again.items()} == first
-        events = load.done_events(rc, DIRECT)
+        events = completion_counts(rc, DIRECT)
         assert all(n == 1 for n in events.values()) and len(events) == len(ids)
     finally:
         c.down()

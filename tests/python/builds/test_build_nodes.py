@@ -23,12 +23,13 @@ import pytest
 import redis
 
 from kjudge import keys
+from kjudge.client import completion_counts
 from kjudge.jobs import build_job
 from kjudge.v1 import verdict_pb2
 
 from eval_workspace import shared_pch
 from test_ops import free_port
-from test_fault import BIN, Daemon, RedisProc, client_for, daemons, done_events, workdir  # noqa: F401 (fixtures)
+from test_fault import BIN, Daemon, RedisProc, client_for, daemons, workdir  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[3]
 TASKS = ROOT / "tests/kernelbench/tasks"
@@ -184,8 +185,8 @@ def test_build_node_builds_judging_node_judges_and_a_killed_builder_loses_nothin
         wrong = {j: (verdict_pb2.Verdict.Name(res.status), res.message) for j, res in got.items()
                  if verdict_pb2.Verdict.Name(res.status) != expected[j]}
         assert not wrong, wrong
-        assert set(done_events(rc, "t").values()) == {1}  # exactly one result each
-        assert len(done_events(rc, "t")) == N
+        assert set(completion_counts(rc, "t").values()) == {1}  # exactly one result each
+        assert len(completion_counts(rc, "t")) == N
 
         fetched = judge.events("kernelbench.build_fetched")
         local = judge.events("kernelbench.build")

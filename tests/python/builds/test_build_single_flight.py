@@ -20,11 +20,12 @@ from pathlib import Path
 
 import redis
 
+from kjudge.client import completion_counts
 from kjudge.jobs import build_job
 from kjudge.v1 import verdict_pb2
 
 from eval_workspace import shared_pch
-from test_fault import Daemon, RedisProc, client_for, daemons, done_events, workdir  # noqa: F401 (fixtures)
+from test_fault import Daemon, RedisProc, client_for, daemons, workdir  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = Path(os.environ.get("KJUDGE_BUILD_DIR", ROOT / "build-test"))
@@ -56,7 +57,7 @@ harness_dir = "{ROOT / 'python'}"
         c.submit_many(jobs, batch_size=len(jobs))
         got = c.wait_many("t", [j.job_id for j in jobs], 600)
         assert all(res is not None for res in got.values()), node.log_tail()[-3000:]
-        assert set(done_events(redis.Redis(unix_socket_path=r.sock), "t").values()) == {1}
+        assert set(completion_counts(redis.Redis(unix_socket_path=r.sock), "t").values()) == {1}
         node.stop()
         return got, node
     finally:

@@ -21,11 +21,12 @@ from pathlib import Path
 import redis
 
 from kjudge import keys
+from kjudge.client import completion_counts
 from kjudge.jobs import build_job
 from kjudge.v1 import verdict_pb2
 
 from test_build_nodes import SYNTAX_ERROR, TASKS, TORCH_ONLY, BuildNodeProc, node_config, wait_for
-from test_fault import Daemon, RedisProc, client_for, daemons, done_events, trivial, workdir  # noqa: F401 (fixtures)
+from test_fault import Daemon, RedisProc, client_for, daemons, trivial, workdir  # noqa: F401 (fixtures)
 
 HK_LEASE_MS = 1500
 
@@ -78,7 +79,7 @@ def test_the_elected_housekeeper_fails_over_when_its_holder_dies(workdir, daemon
     assert all(v is not None for v in got.values()), survivor.log_tail()[-2000:]
     assert {v.worker.split("/")[0] for v in got.values()} == {survivor.node}
     assert verdict_pb2.Verdict.Name(got["orphan"].status) == "OK"
-    assert set(done_events(rc, "t").values()) == {1}
+    assert set(completion_counts(rc, "t").values()) == {1}
     # the reaper's scan said where to look: one node wrote it, every node read it
     assert rc.hget("kj:{p0}:reapable", "~") is not None
     survivor.stop()

@@ -22,7 +22,7 @@ import pytest
 import redis
 
 from kjudge import keys
-from kjudge.client import Client
+from kjudge.client import Client, completion_counts
 from kjudge.v1 import job_pb2, result_pb2, verdict_pb2
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -185,16 +185,6 @@ def client_for(r):
     return c
 
 
-def done_events(rc, tenant):
-    """job id -> number of completion events on the tenant's done stream."""
-    counts = {}
-    for _id, fields in rc.xrange(keys.done(0, tenant), "-", "+"):
-        jid = fields.get(b"id")
-        if jid:
-            counts[jid.decode()] = counts.get(jid.decode(), 0) + 1
-    return counts
-
-
 def wait_all(c, tenant, ids, timeout):
     out = c.wait_many(tenant, ids, timeout)
     return {k: v for k, v in out.items() if v is not None}
@@ -220,7 +210,7 @@ def test_sigkill_a_daemon_mid_job_50_times_nothing_lost(workdir, daemons):
     for d in daemons:
         d.wait_started()
     got = wait_all(c, "t", ids, 180)
-    events = done_events(r.client(), "t")
+    events = completion_counts(r.client(), "t")
     lost = [j for j in ids if j not in got]
     dup = [j for j, n in events.items() if n != 1]
     statuses = {}
@@ -248,7 +238,7 @@ def test_redis_restart_with_aof_mid_run_nothing_lost(workdir, daemons):
     time.sleep(1.0)
     r.start()
     got = wait_all(Client(r.url), "t", ids, 120)
-    events = done_events(r.client(), "t")
+    events = completion_counts(r.client(), "t")
     lost = [j for j in ids if j not in got]
     print(f"\nFAULT redis-restart: jobs={len(ids)} results={len(got)} lost={len(lost)} "
           f"duplicate_results={sum(1 for n in events.values() if n != 1)}")
