@@ -136,7 +136,7 @@ struct KernelBenchConfig {
   double candidate_device_share = 0;
   // How long a candidate waiting for device memory at the head of the line may be passed by later
   // ones that fit within its reservation (src/pipeline/worker/device_budget.h); 0: strict arrival order.
-  double admission_backfill_seconds = 20;  // 0: strict arrival order (bench/results/rlstep-20261207-h200-backfill)
+  double admission_backfill_seconds = 20;  // measured against 0 in bench/results/rlstep-20261207-h200-backfill
 };
 
 // The shared build store and build-only nodes (docs/operator-guide.md, *Build nodes*).
