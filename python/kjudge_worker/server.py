@@ -1,10 +1,10 @@
 """The worker's control socket: kjudged connects, sends one JSON line, reads one JSON line back.
-Requests: ping, prepare (a job's sets, its baseline when asked, its candidate channel), results
-(what the candidate's channel saw; the job is then forgotten), forget, judge_seconds (a candidate's
-waits for the judge so far), prepare_waited (a prepare's waits for other jobs so far: waits.py),
-stacks (every thread's stack, logged before a worker that overran is killed).
-Each connection is served
-by its own thread, so the jobs of several slots overlap (only timed loops take the GPU lock)."""
+Requests: ping (the caches, the jobs, the start's warm-up: warm_up.py), prepare (a job's sets, its
+baseline when asked, its candidate channel), results (what the candidate's channel saw; the job is
+then forgotten), forget, judge_seconds (a candidate's waits for the judge so far), prepare_waited
+(a prepare's waits for other jobs so far: waits.py), stacks (every thread's stack, logged before a
+worker that overran is killed). Each connection is served by its own thread, so the jobs of
+several slots overlap (only timed loops take the GPU lock)."""
 import contextlib
 import json
 import os
@@ -23,6 +23,7 @@ from .heavy_sections import HeavySections
 from .single_flight import SingleFlight
 from .sm_clock import SmClock
 from .job import Heavy, Job, JobError
+from .warm_up import GPU_MODULES, WarmUp
 
 
 STACKS_MAX_CHARS = 60000
@@ -75,12 +76,15 @@ class Worker:
         self.last_request = time.monotonic()
         self.identity = node_identity.node_identity(self.device)
         self.device_ready = False
+        # while kjudged builds the first candidate and this worker waits for its first prepare
+        self.warm_up = WarmUp(GPU_MODULES if self.device.type == "cuda" else ()).start()
 
     def handle(self, req):
         op = req.get("op")
         if op == "ping":
             return {"ok": True, "device": str(self.device), "cache_bytes": self.cache.used(),
-                    "cache_hits": self.cache.hits, "cache_misses": self.cache.misses, "jobs": len(self.jobs)}
+                    "cache_hits": self.cache.hits, "cache_misses": self.cache.misses, "jobs": len(self.jobs),
+                    "warm_up": self.warm_up.report()}
         if op == "prepare":
             return self.prepare_counted(req)
         if op == "prepare_waited":  # the daemon, at the reference's deadline: how much of it was others'

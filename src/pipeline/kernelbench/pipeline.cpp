@@ -612,6 +612,9 @@ void judge_kernelbench(const v1::Job& job, const JudgeContext& ctx, v1::Result& 
     else return false;
     return true;
   };
+  // The tenant's worker on the job's GPU, started now if it is not running: a cold one imports
+  // torch and warms up (kjudge_worker/warm_up.py) while the candidate builds, not after it.
+  trusted_worker(k.cfg, k.job.tenant(), k.gpu);
   if (ended(build(k, r, detail))) return;
   k.clock.start(v1::STAGE_ORACLE);
   if (ended(take_device(k, r)) || ended(prepare_oracle(k, r, detail))) return;

@@ -135,6 +135,23 @@ def test_kernelbench_job_through_the_queue_strict_and_compat(redis_url, daemon, 
     assert missing.returncode == 3 and "no-such-job" in missing.stderr
 
 
+def test_the_tenants_worker_starts_with_the_build_not_after_it(redis_url, daemon, tmp_path):
+    """A cold trusted worker imports torch and warms up (kjudge_worker/warm_up.py) while the job's
+    candidate builds: kjudged starts it when the job starts, so even a candidate that never builds
+    has started its tenant's worker (before, the worker started at the reference's prepare)."""
+    task = ROOT / "tests/kernelbench/tasks/activation_relu"
+    broken = tmp_path / "broken.py"
+    broken.write_text((task / "cpu_ok.py").read_text().replace("torch::Tensor relu_fwd(", "torch::Tensor relu_fwd( +", 1))
+    cli(redis_url, "submit", "--kb-reference", str(task / "reference.py"), "--kb-candidate", str(broken),
+        "--backend", "cpu", "--job-id", "kb-never-builds")
+    r = json.loads(cli(redis_url, "wait", "kb-never-builds", "--json", "--timeout", "900", timeout=960,
+                       check=False).stdout)
+    assert r["status"] == "COMPILE_ERROR", r.get("message")
+    starts = [json.loads(line) for line in (tmp_path / "kjudged.log").read_text().splitlines()
+              if line.startswith("{") and '"worker.start"' in line]
+    assert len(starts) == 1 and starts[0]["gpu"] is False, starts
+
+
 def wait_for_log_event(path, event, job_id, seconds=10):
     deadline = time.monotonic() + seconds
     while True:

@@ -941,3 +941,18 @@ def test_a_larger_device_gives_candidates_a_larger_share():
     assert 0.42 < share(140.4) < 0.44  # an H200: its cache and preparations grow, the fixed part does not
     assert share(23.6) == pytest.approx(MIN_SHARE)  # a small card never goes below it
     assert candidate_capacity(0, 0, 0) == 0  # no GPU: no admission
+
+
+def test_ping_reports_the_warm_up_and_a_cpu_worker_warms_nothing(worker):
+    """The start's imports (warm_up.py) are a GPU worker's: the cpu backend compiles nothing."""
+    report = ask(worker, {"op": "ping"})["warm_up"]
+    assert report == {"done": True, "seconds": report["seconds"], "modules": [], "missing": []}
+
+
+def test_the_warm_up_imports_its_modules_in_a_thread_and_names_the_missing_ones():
+    from kjudge_worker.warm_up import WarmUp
+    sys.modules.pop("colorsys", None)
+    warm = WarmUp(["colorsys", "kjudge_no_such_module"]).start()
+    assert warm.done.wait(30)
+    assert "colorsys" in sys.modules
+    assert warm.report()["missing"] == ["kjudge_no_such_module"] and warm.report()["done"]
