@@ -17,11 +17,27 @@
 namespace kjsandbox {
 using namespace cgroup_detail;
 
+namespace cgroup_detail {
+
+// A job cgroup's name no directory has yet. A dead process that had this pid (pids wrap: 32768 on
+// many hosts) may have left kjsbx-<pid>-<n> behind, which cleanup_stale_cgroups keeps while the pid
+// is alive again: its mkdir failed with EEXIST (a sandbox test, 2026-12-07). The next n is taken.
+std::string unused_job_cgroup_name(const Hierarchy& h) {
+  static std::atomic<unsigned> counter{0};
+  for (;;) {
+    const std::string name = std::string(kPrefix) + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    bool taken = h.v2 && is_dir(h.v2_base + "/" + name);
+    for (const auto& [ctrl, base] : h.v1_base) taken = taken || is_dir(base + "/" + name);
+    if (!taken) return name;
+  }
+}
+
+}  // namespace cgroup_detail
+
 std::unique_ptr<JobCgroup> JobCgroup::create(const CgroupLimits& limits, std::string* error) {
   const Hierarchy& h = hierarchy();
   if (!h.usable()) return nullptr;
-  static std::atomic<unsigned> counter{0};
-  const std::string name = std::string(kPrefix) + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const std::string name = unused_job_cgroup_name(h);
   return h.v2 ? create_v2(name, limits, error) : create_v1(name, limits, error);
 }
 

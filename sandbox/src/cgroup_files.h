@@ -52,6 +52,8 @@ struct Hierarchy {
 // Discovered once. On v2 setup_cgroups() may move the base (a subtree of our own) before any job.
 Hierarchy& hierarchy_mut();
 const Hierarchy& hierarchy();
+// kjsbx-<our pid>-<n> with the next n whose directory does not exist in any hierarchy (cgroup.cpp).
+std::string unused_job_cgroup_name(const Hierarchy& h);
 // Guards the v2 delegation state (prepare_v2, setup_cgroups, move_to_leaf, stale cleanup).
 std::mutex& setup_mutex();
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "cgroup_files.h"
 #include "helpers.h"
 #include "netns_pool.h"
 
@@ -322,6 +323,28 @@ TEST_F(SandboxLaunch, ZygoteDeathFallsBackInProcess) {
   // A zygote that died after it worked is replaced at a later run.
   EXPECT_TRUE(zygote_up());
   EXPECT_NE(kjsandbox::launch_stats().zygote_pid, zygote);
+}
+
+// A dead process that had this pid may have left kjsbx-<pid>-<n> behind (pids wrap): a new job
+// cgroup's name skips every one that exists (its mkdir failed with EEXIST, 2026-12-07).
+TEST(SandboxCgroupNames, ALeftoverOfAnEarlierProcessWithThisPidIsSkipped) {
+  namespace cg = kjsandbox::cgroup_detail;
+  const cg::Hierarchy& h = cg::hierarchy();
+  if (!h.usable() || ::geteuid() != 0) GTEST_SKIP() << "needs root and a cgroup hierarchy";
+  const std::string first = cg::unused_job_cgroup_name(h);
+  const std::string stem = first.substr(0, first.rfind('-') + 1);
+  const unsigned n = std::stoul(first.substr(first.rfind('-') + 1));
+  std::vector<std::string> bases;
+  if (h.v2) bases.push_back(h.v2_base);
+  for (const auto& [ctrl, base] : h.v1_base) bases.push_back(base);
+  std::vector<std::string> planted;
+  for (unsigned k = n + 1; k <= n + 3; ++k)
+    for (const auto& base : bases)
+      if (const std::string d = base + "/" + stem + std::to_string(k); ::mkdir(d.c_str(), 0755) == 0) planted.push_back(d);
+  const std::string next = cg::unused_job_cgroup_name(h);
+  for (const auto& d : planted) ::rmdir(d.c_str());
+  ASSERT_FALSE(planted.empty());
+  EXPECT_EQ(next, stem + std::to_string(n + 4));
 }
 
 }  // namespace
