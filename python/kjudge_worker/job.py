@@ -26,9 +26,19 @@ from .waits import WaitClock
 
 AUDIT_MEMORY_SHARE = 0.1  # audited outputs a candidate may keep, as a share of device memory
 POOL_MEMORY_SHARE = 0.1   # the timing pool's inputs, as a share of device memory (at least one set)
+# Both shares stop below an 80 GB H100's tenth (7.9 GiB): a larger device times a problem the same
+# way (its pool, its audits) instead of handing each candidate more copies. On an H200 the uncapped
+# tenth gave 91_cumsum_reverse's candidates a 12 GiB pool and 3 audits, 33 GiB each, so they ran
+# one at a time (bench/results/rlstep-20261207-h200-backfill).
+MEMORY_SHARE_CAP = 15 << 29  # 7.5 GiB
 HEAVY_SET_SHARE = 0.02    # a set over this share of device memory is used within the heavy sections
 CANDIDATE_SLACK = 1 << 30  # a candidate's context, its timed loop's L2 flush (timing.flush_bytes) and its kernels' temporaries
 HEAVY_HEADROOM = 1 << 30   # beyond a heavy set's bytes: a comparison's chunks, a variant's temporaries
+
+
+def capped_share(share, total):
+    """`share` of a device of `total` bytes, at most MEMORY_SHARE_CAP."""
+    return min(share * total, MEMORY_SHARE_CAP)
 
 
 class Heavy:
@@ -227,7 +237,7 @@ class Job:
         self.pool = self.timing_pool([k for k in timing_cfg.get("pool", usable) if k in usable] or usable[:1])
         self.audits = [int(c) for c in timing_cfg.get("audit_calls", [])]
         out_max = max((e["output_nbytes"] for e in self.specs), default=0)
-        if total and len(self.audits) > 1 and 3 * out_max > AUDIT_MEMORY_SHARE * total:
+        if total and len(self.audits) > 1 and 3 * out_max > capped_share(AUDIT_MEMORY_SHARE, total):
             self.audits = self.audits[:1]  # the candidate keeps each audited output until its loop ends
         timing_cfg["audit_calls"] = self.audits
         return {"sets": [self.public_set(e) for e in self.specs], "pool": self.pool, "audits": self.audits,
@@ -258,7 +268,7 @@ class Job:
         pool, used = [], 0
         for k in wanted:
             used += self.specs[k]["input_nbytes"]
-            if pool and self.heavy.total and used > POOL_MEMORY_SHARE * self.heavy.total:
+            if pool and self.heavy.total and used > capped_share(POOL_MEMORY_SHARE, self.heavy.total):
                 break
             pool.append(k)
         return pool

@@ -454,6 +454,27 @@ def test_the_timing_pool_of_large_sets_is_bounded_by_device_memory():
     assert wide.candidate_bytes() == 5 * gb + (1 << 20) + 2 * (1 << 20) + (1 << 30)
 
 
+def test_a_larger_device_times_a_problem_with_the_pool_and_audits_of_an_h100():
+    from kjudge_worker.job import MEMORY_SHARE_CAP
+    gb = 1 << 30
+    h100, h200 = int(79.2 * gb), int(139.8 * gb)  # what torch reports as their totals
+    cumsum = [(4 * gb, 4 * gb)] * 5  # 91_cumsum_reverse at KernelBench's size
+    assert 0.1 * h200 > 2 * 4 * gb > MEMORY_SHARE_CAP  # uncapped, the H200's tenth held two of its sets
+    assert sized_job(h200, cumsum).timing_pool([0, 1, 2, 3, 4]) == sized_job(h100, cumsum).timing_pool([0, 1, 2, 3, 4]) == [0]
+    small = [(200 << 20, 200 << 20)] * 5  # a few hundred MB a set: the whole pool on either device
+    assert sized_job(h200, small).timing_pool([0, 1, 2, 3, 4]) == [0, 1, 2, 3, 4]
+    # the candidate keeps each audited output: three of cumsum's would take 12 GiB, so one audit
+    for total in (h100, h200):
+        job = sized_job(total, cumsum)
+        job.problem.init_inputs, job.problem.work = [], None
+        job.timing_cfg = {"audit_calls": [3, 17, 41]}
+        job.roofline = lambda: None
+        job.public_set = lambda e: e
+        report = job.prepared_report()
+        assert report["pool"] == [0] and report["audits"] == [3]
+        assert report["candidate_device_bytes"] == 4 * gb + 3 * 4 * gb + (1 << 30)
+
+
 def most_at_once(use, n, together=None):
     """The most of n threads running use() at once. Where use() should let `together` in at once,
     each stays inside until that many are (60 s at most: only a broken build waits that long), so
