@@ -4,6 +4,7 @@ kernels which only work on get_inputs()'s range are caught, inside the problem's
 (input_contract.py: structural zeros, symmetry, probability rows, value sets and constants are
 kept). Compat mode reproduces KernelBench's seeds."""
 import contextlib
+import functools
 import threading
 
 import torch
@@ -31,7 +32,9 @@ def set_seed(seed):
         torch.cuda.manual_seed(seed)
 
 
-_RNG = threading.Lock()
+# Reentrant: a reference's Model(...) under a seed may itself set the generators back (fork_rng),
+# through the guarded setters below.
+_RNG = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -39,21 +42,33 @@ def seeded(seed):
     """torch's global generators seeded and held: the worker makes sets and models for several
     jobs in threads at once, and draws interleaved between threads are neither the seed's values
     (weights differ from the candidate's own draw) nor made again the same (a remade set differs
-    from the one handed over)."""
-    with generators_held():
+    from the one handed over). Nothing else is acquired while it is held."""
+    with _RNG:
         set_seed(seed)
         yield
 
 
-@contextlib.contextmanager
-def generators_held():
-    """torch's global generators held, not seeded: for work that saves their state and sets it
-    back when it ends (torch.compile's first call: Dynamo's preserve_rng_state), which would
-    rewind another thread's seeded draw midway (its model's weights then are not the ones the
-    candidate draws: an honest kernel judged wrong on almost every element, 4 H100 run 18).
-    Nothing is acquired while it is held."""
-    with _RNG:
-        yield
+def guard_generator_restores():
+    """Makes torch's generator-state setters wait for the seeded draws' lock (once per process;
+    the trusted worker's). torch.compile's first call saves the global generators and sets them
+    back when it ends (Dynamo's preserve_global_state); set back while another thread draws under
+    a seed, that rewound the draw midway: weights unlike the candidate's, an honest kernel judged
+    wrong on almost every element (4 H100 run 18). The whole compile held the lock before, and
+    every job loading a problem or making a set beside it waited (14 of a cold step's first 16
+    jobs spent 5.7-6.0 s in `reference_init`, two 0.7 s: bench/results/rlstep-20261208-h100-steady)."""
+    for module in (torch, torch.random, torch.cuda, torch.cuda.random):
+        setter = module.set_rng_state
+        if not getattr(setter, "waits_for_seeded_draws", False):
+            module.set_rng_state = _waiting_for_seeded_draws(setter)
+
+
+def _waiting_for_seeded_draws(setter):
+    @functools.wraps(setter)
+    def set_rng_state(*args, **kwargs):
+        with _RNG:
+            return setter(*args, **kwargs)
+    set_rng_state.waits_for_seeded_draws = True
+    return set_rng_state
 
 
 def generate(module, seed, device, on_device):

@@ -337,16 +337,16 @@ class Job:
         on the device for that long (rlstep, 4 H100s: 651 s of baseline timing over 82 jobs). The
         first call holds the lock shared, as the worker's other GPU work does. None: the reference
         does not compile (it then simply has no compiled baseline). It compiles on every set of the
-        timing pool (a set that failed a guard would compile again inside the timed loop), with
-        torch's global generators held: Dynamo sets them back as it found them when it ends."""
+        timing pool (a set that failed a guard would compile again inside the timed loop). Dynamo
+        sets torch's global generators back as it found them when it ends: the worker makes that
+        wait for other threads' seeded draws (inputs.guard_generator_restores)."""
         compiled = compiled_model(self.problem.model, self.device)
         if compiled is None:
             return None
         try:
             with self.steps.shared_gpu(self.lock_path), torch.no_grad(), numerics.scoped(self.problem.compat):
-                with kin.generators_held():
-                    for values in pool:
-                        compiled(*values)
+                for values in pool:  # Dynamo's generator restore waits for seeded draws (Worker)
+                    compiled(*values)
                 torch.cuda.synchronize(self.device)
         except Exception:  # noqa: BLE001 -- a failed compile costs the compiled figure, never the job
             return None

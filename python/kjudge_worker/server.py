@@ -16,7 +16,7 @@ import traceback
 
 import torch
 
-from kjudge_protocol import node_identity, numerics, transport, wire
+from kjudge_protocol import inputs, node_identity, numerics, transport, wire
 
 from . import candidate_share, lock_order, prepare_budget, problems, roofline, waits
 from .heavy_sections import HeavySections
@@ -45,6 +45,7 @@ class DeviceUnavailable(RuntimeError):
 class Worker:
     def __init__(self, root, device_kind, lock_path, cache_fraction, idle_seconds):
         self.root = root
+        inputs.guard_generator_restores()  # a reference's compile beside another job's seeded draws
         self.device = torch.device("cuda") if device_kind == "cuda" else torch.device("cpu")
         if self.device.type == "cuda":
             if not torch.cuda.is_available():

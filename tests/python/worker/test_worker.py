@@ -794,12 +794,15 @@ def test_a_compile_that_restores_the_generators_cannot_rewind_another_jobs_seede
     """torch.compile's first call saves torch's global generators and sets them back when it ends
     (Dynamo's preserve_rng_state). Run beside another job drawing its model's weights under the
     weight seed, that rewound the draw midway: weights unlike the candidate's, an honest kernel
-    INCORRECT on almost every element (4 H100 run 18). The compile holds the generators."""
+    INCORRECT on almost every element (4 H100 run 18). The worker makes the setting back wait
+    for the seeded draw, and the draw does not wait for the compile."""
     import threading
     import time
     import types
     from kjudge_protocol import inputs as kin
     from kjudge_worker import job as jobmod
+    from kjudge_worker.server import Worker
+    Worker(str(ROOT / "no-such-dir"), "cpu", "", 0.3, 30)  # installs the guard, as in every worker
     compiling = threading.Event()
 
     def fake_compile(model, device):
@@ -821,11 +824,15 @@ def test_a_compile_that_restores_the_generators_cannot_rewind_another_jobs_seede
         expected = torch.rand(2000)
     drawn = []
 
+    waited = []
+
     def draw_weights():
         compiling.wait(5)
+        t0 = time.monotonic()
         with kin.seeded(11):
+            waited.append(time.monotonic() - t0)
             first = torch.rand(1000)
-            time.sleep(0.6)  # the compile ends in here, were it not holding the generators
+            time.sleep(0.6)  # the compile ends in here: its setting back waits
             drawn.append(torch.cat([first, torch.rand(1000)]))
 
     other = threading.Thread(target=draw_weights)
@@ -833,6 +840,7 @@ def test_a_compile_that_restores_the_generators_cannot_rewind_another_jobs_seede
     assert job.compiled_reference([[torch.randn(8)]]) is not None
     other.join()
     assert torch.equal(drawn[0], expected)
+    assert waited[0] < 0.2  # into its seeded draw while the compile ran (it held the generators before)
 
 
 def test_the_compiled_baseline_compiles_outside_the_exclusive_lock(monkeypatch):
