@@ -137,6 +137,9 @@ struct KernelBenchConfig {
   // How long a candidate waiting for device memory at the head of the line may be passed by later
   // ones that fit within its reservation (src/pipeline/worker/device_budget.h); 0: strict arrival order.
   double admission_backfill_seconds = 20;  // measured against 0 in bench/results/rlstep-20261207-h200-backfill
+  // The head of that line: the largest waiter instead of the earliest (device_budget.h). Off until
+  // measured on a GPU; modelled on the measured holds of bench/results/rlstep-20261208-h100-steady.
+  bool admission_largest_first = false;
 };
 
 // The shared build store and build-only nodes (docs/operator-guide.md, *Build nodes*).

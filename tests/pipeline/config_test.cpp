@@ -117,6 +117,17 @@ TEST(Config, AdmissionBackfillTwentySecondsByDefaultOrAWindowInSeconds) {  // 0:
                             "0", 0.0, {"-1", "3601", "\"long\""});
 }
 
+TEST(Config, AdmissionInArrivalOrderByDefaultOrLargestFirst) {
+  EXPECT_FALSE(kj::load_config(std::nullopt).kernelbench.admission_largest_first);
+  TempDir d;
+  write(d.path / "kjudged.toml", "[kernelbench]\nadmission_largest_first = true\n");
+  EXPECT_TRUE(kj::load_config(d.path / "kjudged.toml").kernelbench.admission_largest_first);
+  for (const char* bad : {"1", "\"yes\""}) {
+    write(d.path / "kjudged.toml", std::string("[kernelbench]\nadmission_largest_first = ") + bad + "\n");
+    EXPECT_THROW(kj::load_config(d.path / "kjudged.toml"), std::runtime_error) << bad;
+  }
+}
+
 TEST(Config, FileThenDropInsInNameOrder) {
   TempDir d;
   write(d.path / "kjudged.toml", "[daemon]\nworkers = 4\nnode = \"n1\"\n[redis]\nurl = \"unix:///x.sock\"\n");

@@ -238,3 +238,86 @@ TEST(DeviceBudget, TheEarliestCandidateThatMayPassGoesFirst) {
 }
 
 }  // namespace
+
+// Largest first (kernelbench.admission_largest_first): the largest waiter is the head, however
+// late it came; smaller ones pass it only by the backfill's rules. Modelled on the measured holds
+// of one H100 (rlstep-20261208-h100-steady), its 17-25 GiB candidates were the batch's tail.
+TEST(DeviceBudget, LargestFirstTheLargestWaiterGoesInBeforeAnEarlierSmallerOne) {
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100, nullptr, 0, true));
+  std::atomic<bool> medium_in{false}, large_in{false};
+  std::unique_ptr<kj::DeviceBudget::Hold> medium, large;
+  std::thread medium_job([&] {  // 60 + 50 > 100: waits, the head
+    medium = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(50, 100, nullptr, 0, true));
+    medium_in = true;
+  });
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || medium_in; }));
+  std::thread large_job([&] {  // later, larger: the head now
+    large = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(70, 100, nullptr, 0, true));
+    large_in = true;
+  });
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || large_in; }));
+  running.reset();
+  ASSERT_TRUE(eventually([&] { return large_in || medium_in; }));
+  const bool large_first = large_in && !medium_in;  // 70 + 50 > 100: one at a time
+  EXPECT_TRUE(large_first) << "the earlier, smaller one went first";
+  // then the other one, whichever went first (a failure above must not hang the test)
+  (large_first ? large_job : medium_job).join();
+  (large_first ? large : medium).reset();
+  (large_first ? medium_job : large_job).join();
+  EXPECT_TRUE(medium_in && large_in);
+}
+
+TEST(DeviceBudget, InArrivalOrderALaterLargerWaiterStaysBehind) {  // the default, for contrast
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
+  std::atomic<bool> medium_in{false}, large_in{false};
+  std::unique_ptr<kj::DeviceBudget::Hold> medium, large;
+  std::thread medium_job([&] {
+    medium = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(50, 100));
+    medium_in = true;
+  });
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || medium_in; }));
+  std::thread large_job([&] {
+    large = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(70, 100));
+    large_in = true;
+  });
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || large_in; }));
+  running.reset();
+  medium_job.join();
+  EXPECT_TRUE(medium_in);
+  EXPECT_FALSE(large_in);  // 50 + 70 > 100
+  medium.reset();
+  large_job.join();
+  EXPECT_TRUE(large_in);
+}
+
+// A smaller one still passes the largest head within its reservation, and a new larger head starts
+// a turn of its own: what passed the old head counts as out before it.
+TEST(DeviceBudget, LargestFirstASmallerOnePassesTheLargestHeadWithinItsReservation) {
+  kj::DeviceBudget b;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(30, 100, nullptr, 60, true));
+  std::atomic<bool> large_in{false};
+  std::unique_ptr<kj::DeviceBudget::Hold> large;
+  std::thread large_job([&] {  // 30 + 80 > 100: the head
+    large = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(80, 100, nullptr, 60, true));
+    large_in = true;
+  });
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || large_in; }));
+  auto small = b.acquire(10, 100, nullptr, 60, true);  // 30 + 10 fit, 10 + 80 leave the head its room
+  EXPECT_TRUE(small.passed_head());
+  std::atomic<bool> other_in{false};
+  std::thread other_job([&] {  // 40 + 15 fit, but 10 + 15 + 80 do not leave the head its room
+    auto h = b.acquire(15, 100, nullptr, 60, true);
+    other_in = true;
+  });
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 2 || other_in; }));
+  EXPECT_FALSE(other_in);
+  EXPECT_FALSE(large_in);
+  running.reset();  // 10 + 80 fit
+  large_job.join();
+  EXPECT_TRUE(large_in);
+  large.reset();
+  other_job.join();
+  EXPECT_TRUE(other_in);
+}

@@ -381,7 +381,8 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
   if (!k.device_hold)
     k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(k.orep.value("candidate_device_bytes", std::uint64_t{0}),
                                                                   candidate_capacity(k), &k.device_wait,
-                                                                  k.cfg.kernelbench.admission_backfill_seconds));
+                                                                  k.cfg.kernelbench.admission_backfill_seconds,
+                                                                  k.cfg.kernelbench.admission_largest_first));
   (*r.mutable_phase_seconds())["device_memory_wait"] = k.device_wait;
   if (k.device_hold->passed_head()) (*r.mutable_phase_seconds())["device_memory_backfill"] = 1;
   {

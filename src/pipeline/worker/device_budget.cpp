@@ -1,7 +1,5 @@
 #include "pipeline/worker/device_budget.h"
 
-#include <iterator>
-
 namespace kj {
 
 DeviceBudget::Hold::~Hold() {
@@ -29,16 +27,16 @@ bool DeviceBudget::may_pass(const Waiter& head, const Waiter& w) const {
 // The head when it fits; else, while the head may be passed, the earliest caller that may pass it.
 bool DeviceBudget::admissible(std::uint64_t ticket) const {
   if (alone_ || alone_waiting_) return false;
-  const auto head = waiting_.begin();
-  if (head->first == ticket) return fits(head->second);
-  for (auto it = std::next(head); it != waiting_.end(); ++it)
-    if (may_pass(head->second, it->second)) return it->first == ticket;
+  const Waiter& head = waiting_.at(head_);
+  if (ticket == head_) return fits(head);
+  for (const auto& [t, w] : waiting_)
+    if (t != head_ && may_pass(head, w)) return t == ticket;
   return false;
 }
 
 std::uint64_t DeviceBudget::admit(std::uint64_t ticket) {
   const Waiter w = waiting_.at(ticket);
-  const bool was_head = waiting_.begin()->first == ticket;
+  const bool was_head = ticket == head_;
   waiting_.erase(ticket);
   held_ += w.bytes;
   ++holders_;
@@ -46,8 +44,19 @@ std::uint64_t DeviceBudget::admit(std::uint64_t ticket) {
     passed_bytes_ += w.bytes;
     return head_turn_;
   }
-  start_head_turn();  // the next waiter (if any) is the head now, and nothing has passed it yet
+  choose_head();  // the next head (if any), which nothing has passed yet
   return 0;
+}
+
+void DeviceBudget::choose_head() {
+  if (waiting_.empty()) return;
+  auto head = waiting_.begin();  // the earliest
+  if (largest_first_)
+    for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
+      if (it->second.bytes > head->second.bytes) head = it;  // strictly larger: ties stay by arrival
+  if (head->first == head_) return;
+  head_ = head->first;
+  start_head_turn();
 }
 
 void DeviceBudget::start_head_turn() {
@@ -57,12 +66,19 @@ void DeviceBudget::start_head_turn() {
 }
 
 DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited,
-                                         double backfill_seconds) {
+                                         double backfill_seconds, bool largest_first) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   const std::uint64_t ticket = next_ticket_++;
-  if (waiting_.empty()) start_head_turn();
+  const bool first_waiter = waiting_.empty();
+  largest_first_ = largest_first;
   waiting_.emplace(ticket, Waiter{bytes, capacity, backfill_seconds});
+  if (first_waiter) {
+    head_ = ticket;
+    start_head_turn();
+  } else {
+    choose_head();  // largest first: it may be the head now
+  }
   cv_.wait(lock, [&] { return admissible(ticket); });
   const std::uint64_t passed_head = admit(ticket);
   lock.unlock();

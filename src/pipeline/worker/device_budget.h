@@ -10,6 +10,11 @@
 // waited at the head of the line less than the window, and only within the head's reservation:
 // what was admitted past it and still runs leaves room for the head, so the head never waits past
 // the end of the holds that were out when it became the head.
+// With largest-first order (kernelbench.admission_order = "largest"), the head is the largest
+// waiter instead of the earliest (ties by arrival), and the same backfill lets smaller ones pass
+// it: the candidates that take most of the device, a batch's critical path when memory bounds
+// it, go first (longest-processing-time first), and those too large to share the device follow
+// one another instead of each draining it again.
 // A job retried after a fault takes the device alone (acquire_alone): whatever the estimates
 // missed, its second try cannot meet the same neighbours.
 #pragma once
@@ -46,10 +51,13 @@ class DeviceBudget {
     std::uint64_t passed_head_;  // the head it passed (its turn as head, from 1); 0: none
   };
 
-  // Blocks until `bytes` fit within `capacity` beside the holds outstanding and every earlier
-  // caller is admitted, or, with `backfill_seconds` > 0, until it may pass the waiting head
-  // (above); seconds waited out. Waits while a job holds or waits for the device alone.
-  Hold acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited = nullptr, double backfill_seconds = 0);
+  // Blocks until `bytes` fit within `capacity` beside the holds outstanding and every caller
+  // ahead of it (earlier, or with `largest_first` larger) is admitted, or, with
+  // `backfill_seconds` > 0, until it may pass the waiting head (above); seconds waited out.
+  // Waits while a job holds or waits for the device alone. The order is the node's setting: the
+  // latest caller's `largest_first` applies to every waiter.
+  Hold acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited = nullptr, double backfill_seconds = 0,
+               bool largest_first = false);
   // Blocks until no other hold is out, and keeps new ones out until released; seconds waited out.
   Hold acquire_alone(double* waited = nullptr);
   std::uint64_t held() const;
@@ -66,6 +74,7 @@ class DeviceBudget {
   bool admissible(std::uint64_t ticket) const;
   bool may_pass(const Waiter& head, const Waiter& w) const;
   std::uint64_t admit(std::uint64_t ticket);  // the head turn it passed; 0: it was the head
+  void choose_head();  // the head by the order; a new head starts its turn
   void start_head_turn();
 
   mutable std::mutex mu_;
@@ -73,6 +82,8 @@ class DeviceBudget {
   std::uint64_t held_ = 0;
   std::uint64_t next_ticket_ = 0;
   std::map<std::uint64_t, Waiter> waiting_;  // acquire()'s callers not yet admitted, by arrival
+  std::uint64_t head_ = 0;                   // the head's ticket, while waiting_ is not empty
+  bool largest_first_ = false;
   std::uint64_t head_turn_ = 0;              // counts the heads: the current one's turn
   std::chrono::steady_clock::time_point head_since_;
   std::uint64_t passed_bytes_ = 0;  // held by candidates admitted past the current head
