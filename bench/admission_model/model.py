@@ -10,7 +10,6 @@ fetch, the worker's prepare) takes a fixed PRE_SECONDS, nothing else waits.
 
 e.g. `... bench/results/rlstep-20261208-h100-steady/kjrl.tgz b-g1-next judge-b-g1.log 23.8`;
 PROBLEM=GIB replaces a problem's estimate (a prefix of its file name)."""
-import datetime
 import io
 import json
 import statistics

@@ -54,8 +54,8 @@ def guard_generator_restores():
     back when it ends (Dynamo's preserve_global_state); set back while another thread draws under
     a seed, that rewound the draw midway: weights unlike the candidate's, an honest kernel judged
     wrong on almost every element (4 H100 run 18). The whole compile held the lock before, and
-    every job loading a problem or making a set beside it waited (14 of a cold step's first 16
-    jobs spent 5.7-6.0 s in `reference_init`, two 0.7 s: bench/results/rlstep-20261208-h100-steady)."""
+    every job loading a problem or making a set beside it waited (10-15 of a cold step's first 16
+    jobs spent 5.6-6.1 s in `reference_init`, the others 0.7-0.9 s: bench/results/rlstep-20261208-h100-steady)."""
     for module in (torch, torch.random, torch.cuda, torch.cuda.random):
         setter = module.set_rng_state
         if not getattr(setter, "waits_for_seeded_draws", False):

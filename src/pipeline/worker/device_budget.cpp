@@ -70,15 +70,9 @@ DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capa
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   const std::uint64_t ticket = next_ticket_++;
-  const bool first_waiter = waiting_.empty();
   largest_first_ = largest_first;
   waiting_.emplace(ticket, Waiter{bytes, capacity, backfill_seconds});
-  if (first_waiter) {
-    head_ = ticket;
-    start_head_turn();
-  } else {
-    choose_head();  // largest first: it may be the head now
-  }
+  choose_head();  // the first waiter, or (largest first) one larger than the head
   cv_.wait(lock, [&] { return admissible(ticket); });
   const std::uint64_t passed_head = admit(ticket);
   lock.unlock();

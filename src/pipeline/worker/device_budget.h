@@ -10,7 +10,7 @@
 // waited at the head of the line less than the window, and only within the head's reservation:
 // what was admitted past it and still runs leaves room for the head, so the head never waits past
 // the end of the holds that were out when it became the head.
-// With largest-first order (kernelbench.admission_order = "largest"), the head is the largest
+// With largest-first order (kernelbench.admission_largest_first = true), the head is the largest
 // waiter instead of the earliest (ties by arrival), and the same backfill lets smaller ones pass
 // it: the candidates that take most of the device, a batch's critical path when memory bounds
 // it, go first (longest-processing-time first), and those too large to share the device follow
@@ -82,7 +82,8 @@ class DeviceBudget {
   std::uint64_t held_ = 0;
   std::uint64_t next_ticket_ = 0;
   std::map<std::uint64_t, Waiter> waiting_;  // acquire()'s callers not yet admitted, by arrival
-  std::uint64_t head_ = 0;                   // the head's ticket, while waiting_ is not empty
+  static constexpr std::uint64_t kNoHead = UINT64_MAX;
+  std::uint64_t head_ = kNoHead;             // the head's ticket while waiting_ is not empty; else stale
   bool largest_first_ = false;
   std::uint64_t head_turn_ = 0;              // counts the heads: the current one's turn
   std::chrono::steady_clock::time_point head_since_;
