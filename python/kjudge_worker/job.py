@@ -36,6 +36,11 @@ CANDIDATE_SLACK = 1 << 30  # a candidate's context, its timed loop's L2 flush (t
 HEAVY_HEADROOM = 1 << 30   # beyond a heavy set's bytes: a comparison's chunks, a variant's temporaries
 
 
+def over_kept(device, keep_bytes):
+    """torch holds more of the device than it may keep cached for the worker."""
+    return device.type == "cuda" and torch.cuda.memory_reserved(device) > keep_bytes
+
+
 def capped_share(share, total):
     """`share` of a device of `total` bytes, at most MEMORY_SHARE_CAP."""
     return min(share * total, MEMORY_SHARE_CAP)
@@ -47,11 +52,12 @@ class Heavy:
     reserve, more on bytes the preparations do not use, where the device has room), and torch's
     cached blocks go back to the device afterwards beyond the worker's own part of it
     (`give_back`), for the candidates. `sections`: the worker's; `total`: the device's memory (0 on
-    the cpu backend: nothing is heavy); `keep_bytes`: what torch may keep cached for the worker."""
+    the cpu backend: nothing is heavy); `keep()`: what torch may keep cached for the worker now
+    (its part of the device less what its candidates borrowed of it: candidate_loans.py)."""
 
-    def __init__(self, sections, total, device, cache=None, keep_bytes=0):
+    def __init__(self, sections, total, device, cache=None, keep=lambda: 0):
         self.sections, self.total, self.device, self.cache = sections, total, device, cache
-        self.keep_bytes = keep_bytes
+        self.keep = keep
         self.threshold = HEAVY_SET_SHARE * total if total else float("inf")
         self.waited = 0.0  # seconds this job's sections waited for other jobs' heavy sets
         self.steps = Steps()  # the job's (Job sets it): the time cached blocks took to go back
@@ -95,10 +101,9 @@ class Heavy:
         making mapped its memory anew each time: 0.68 s of emptying and 1.45 s of making per
         candidate of 91_cumsum_reverse on one H200, most of its 3.8 s on the device
         (bench/results/rlstep-20261202-h200-worker-lock), one such candidate at a time."""
-        if self.device.type != "cuda" or torch.cuda.memory_reserved(self.device) <= self.keep_bytes:
-            return
-        with self.steps("release_cached"):
-            transport.release_cached(self.device)
+        if over_kept(self.device, self.keep()):
+            with self.steps("release_cached"):
+                transport.release_cached(self.device)
 
     def free_bytes(self):
         """Free device memory as a set about to be made sees it: the driver's, and torch's own

@@ -5,7 +5,8 @@ waited behind every 6 GB job ahead of it: `oracle.sets` took a median 12.6 s per
 (bench/results/rlstep-20261127-h100x4). A job's estimate comes from its inputs' declared size (a
 draw on the meta device); a job whose size is unknown, or whose estimate is the whole budget,
 prepares alone. Bytes no preparation uses are lent to a second large set in use
-(heavy_sections.py), never ahead of a preparation that waits."""
+(heavy_sections.py) and to kjudged's candidates (candidate_loans.py), never ahead of a
+preparation that waits."""
 import contextlib
 import threading
 

@@ -3,8 +3,9 @@ Requests: ping (the caches, the jobs, the start's warm-up: warm_up.py), prepare 
 baseline when asked, its candidate channel), results (what the candidate's channel saw; the job is
 then forgotten), forget, judge_seconds (a candidate's waits for the judge so far), prepare_waited
 (a prepare's waits for other jobs so far: waits.py), stacks (every thread's stack, logged before a
-worker that overran is killed). Each connection is served by its own thread, so the jobs of
-several slots overlap (only timed loops take the GPU lock)."""
+worker that overran is killed), lend and repay (the preparations' idle part of the device for a
+candidate beyond the candidates' capacity: candidate_loans.py). Each connection is served by its
+own thread, so the jobs of several slots overlap (only timed loops take the GPU lock)."""
 import contextlib
 import json
 import os
@@ -19,10 +20,11 @@ import torch
 from kjudge_protocol import inputs, node_identity, numerics, transport, wire
 
 from . import candidate_share, lock_order, prepare_budget, problems, roofline, waits
+from .candidate_loans import CandidateLoans
 from .heavy_sections import HeavySections
 from .single_flight import SingleFlight
 from .sm_clock import SmClock
-from .job import Heavy, Job, JobError
+from .job import Heavy, Job, JobError, over_kept
 from .warm_up import GPU_MODULES, WarmUp
 
 
@@ -65,7 +67,8 @@ class Worker:
         self.gpu_bytes = total if self.device.type == "cuda" else 0
         self.candidate_capacity = candidate_share.candidate_capacity(self.gpu_bytes, self.cache.budget,
                                                                      self.preparing.capacity)
-        self.kept_bytes = candidate_share.worker_kept_bytes(self.gpu_bytes, self.cache.budget, self.preparing.capacity)
+        kept = candidate_share.worker_kept_bytes(self.gpu_bytes, self.cache.budget, self.preparing.capacity)
+        self.loans = CandidateLoans(self.preparing, kept, self.release_cached_beyond)
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
         self.sm_clock = SmClock(self.device)
@@ -85,7 +88,7 @@ class Worker:
         if op == "ping":
             return {"ok": True, "device": str(self.device), "cache_bytes": self.cache.used(),
                     "cache_hits": self.cache.hits, "cache_misses": self.cache.misses, "jobs": len(self.jobs),
-                    "warm_up": self.warm_up.report()}
+                    "warm_up": self.warm_up.report(), "lent_bytes": self.loans.lent()}
         if op == "prepare":
             return self.prepare_counted(req)
         if op == "prepare_waited":  # the daemon, at the reference's deadline: how much of it was others'
@@ -102,6 +105,10 @@ class Worker:
             with self.jobs_lock:
                 job = self.jobs.get(req.get("job_id"))
             return {"ok": True, "judge_seconds": job.judge_seconds_now() if job is not None else 0.0}
+        if op == "lend":  # kjudged, for a candidate beyond the candidates' capacity (candidate_loans.py)
+            return {"ok": True, "loan": self.loans.lend(int(req.get("bytes", 0)))}
+        if op == "repay":  # kjudged, once that candidate is done
+            return {"ok": True, "repaid_bytes": self.loans.repay(req.get("loan"))}
         if op == "stacks":  # the daemon, before it kills a worker that overran: where each thread was
             return {"ok": True, "stacks": thread_stacks()}
         if op == "forget":
@@ -117,6 +124,11 @@ class Worker:
         if job is None:
             raise ValueError(f"no job {req.get('job_id')!r}")
         return job
+
+    def release_cached_beyond(self, keep_bytes):
+        """torch's cached blocks back to the device while it holds more than `keep_bytes`."""
+        if over_kept(self.device, keep_bytes):
+            transport.release_cached(self.device)
 
     def set_up_device(self):
         """The worker's CUDA context, made before the first reference runs (once), so a GPU that
@@ -196,7 +208,7 @@ class Worker:
             source = f.read()
         problem = self.problem_for(req, path, source)
         phases["reference_init"] = time.perf_counter() - t0
-        heavy = Heavy(self.heavy, self.gpu_bytes, self.device, self.cache, self.kept_bytes)
+        heavy = Heavy(self.heavy, self.gpu_bytes, self.device, self.cache, self.loans.kept_bytes)
         job = Job(req, problem, self.cache, self.device, self.lock_path, heavy, self.peaks, self.sm_clock)
         t1 = time.perf_counter()
         with self.admitted_to_prepare(job, problem, heavy):
@@ -204,11 +216,12 @@ class Worker:
             try:
                 report = job.prepare()
                 if self.candidate_alone(req, report):
-                    heavy.keep_bytes = 0  # its candidate has the device to itself, up to torch's cache
+                    heavy.keep = lambda: 0  # its candidate has the device to itself, up to torch's cache
             finally:  # out of memory too: the blocks go back for the other jobs and the canary
                 heavy.give_back()
         report["device_total_bytes"] = self.gpu_bytes
         report["candidate_capacity_bytes"] = self.candidate_capacity
+        report["candidate_lendable_bytes"] = self.preparing.capacity if self.gpu_bytes else 0
         phases["sets"] = time.perf_counter() - t0 - phases["reference_init"] - phases["prepare_wait"]
         report.update({"ok": True, "node_identity": self.identity, "torch_version": torch.__version__,
                        "device_name": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"})

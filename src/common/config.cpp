@@ -275,6 +275,11 @@ void apply_kernelbench(const toml::table* k, Config& c) {
       throw std::runtime_error("kernelbench.admission_backfill_seconds must be in [0, 3600] (0: strict arrival order)");
     c.kernelbench.admission_backfill_seconds = *window;
   }
+  if (auto share = number_key(*k, "kernelbench.candidate_borrow_share", "candidate_borrow_share")) {
+    if (!(*share >= 0 && *share <= 1))
+      throw std::runtime_error("kernelbench.candidate_borrow_share must be in [0, 1] (0: candidates borrow nothing)");
+    c.kernelbench.candidate_borrow_share = *share;
+  }
   if (const auto* node = k->get("admission_largest_first")) {
     const auto* flag = node->as_boolean();
     if (!flag) throw std::runtime_error("kernelbench.admission_largest_first must be true or false");

@@ -140,6 +140,10 @@ struct KernelBenchConfig {
   // The head of that line: the largest waiter instead of the earliest (device_budget.h). Off until
   // measured on a GPU; modelled on the measured holds of bench/results/rlstep-20261208-h100-steady.
   bool admission_largest_first = false;
+  // The share of the trusted worker's preparation budget a candidate at the head of that line may
+  // borrow while no preparation needs it (device_budget.h; python/kjudge_worker/candidate_loans.py);
+  // 0: none. Off until measured on a GPU.
+  double candidate_borrow_share = 0;
 };
 
 // The shared build store and build-only nodes (docs/operator-guide.md, *Build nodes*).

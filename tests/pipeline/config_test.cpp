@@ -117,6 +117,11 @@ TEST(Config, AdmissionBackfillTwentySecondsByDefaultOrAWindowInSeconds) {  // 0:
                             "0", 0.0, {"-1", "3601", "\"long\""});
 }
 
+TEST(Config, CandidatesBorrowNothingByDefaultOrAShareOfThePreparationBudget) {
+  expect_kernelbench_number("candidate_borrow_share", &kj::KernelBenchConfig::candidate_borrow_share, 0.0,
+                            "1", 1.0, {"-0.5", "1.5", "\"all\""});
+}
+
 TEST(Config, AdmissionInArrivalOrderByDefaultOrLargestFirst) {
   EXPECT_FALSE(kj::load_config(std::nullopt).kernelbench.admission_largest_first);
   TempDir d;

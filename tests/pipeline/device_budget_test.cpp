@@ -2,6 +2,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "pipeline/worker/device_budget.h"
@@ -320,4 +324,161 @@ TEST(DeviceBudget, LargestFirstASmallerOnePassesTheLargestHeadWithinItsReservati
   large.reset();
   other_job.join();
   EXPECT_TRUE(other_in);
+}
+
+namespace {
+// A worker's preparation budget as kjudged borrows it (python/kjudge_worker/candidate_loans.py):
+// lends while `open` and it has the bytes, counts what is out and each ask.
+class FakeLender : public kj::DeviceLender {
+ public:
+  explicit FakeLender(std::uint64_t budget) : budget_(budget) {}
+  std::uint64_t borrow(std::uint64_t bytes) override {
+    std::lock_guard lock(mu_);
+    ++asks;
+    if (throws) throw std::runtime_error("the worker's socket broke");
+    if (!open || out_ + bytes > budget_) return 0;
+    out_ += bytes;
+    loans_[++next_] = bytes;
+    return next_;
+  }
+  void repay(std::uint64_t loan) override {
+    std::lock_guard lock(mu_);
+    out_ -= loans_.at(loan);
+    loans_.erase(loan);
+  }
+  std::uint64_t out() {
+    std::lock_guard lock(mu_);
+    return out_;
+  }
+  std::atomic<bool> open{true}, throws{false};
+  std::atomic<int> asks{0};
+
+ private:
+  std::mutex mu_;
+  std::uint64_t budget_, out_ = 0, next_ = 0;
+  std::map<std::uint64_t, std::uint64_t> loans_;
+};
+
+kj::Lending lending_of(std::shared_ptr<FakeLender> lender, std::uint64_t lendable) { return {lendable, std::move(lender)}; }
+}  // namespace
+
+// kernelbench.candidate_borrow_share: a head that does not fit borrows its shortfall from its
+// worker's idle preparation budget instead of waiting, and repays it when it is done.
+TEST(DeviceBudget, AHeadThatDoesNotFitBorrowsItsShortfallAndRepaysItWhenDone) {
+  kj::DeviceBudget b;
+  auto lender = std::make_shared<FakeLender>(40);
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
+  std::atomic<bool> admitted{false}, done{false};
+  std::thread borrowers([&] {
+    auto borrower = b.acquire(50, 100, nullptr, 0, false, lending_of(lender, 40));  // 60 + 50 - 100
+    auto small = b.acquire(5, 100, nullptr, 0, false, lending_of(lender, 40));      // 115 > 110: 5 more
+    admitted = true;
+    EXPECT_EQ(borrower.borrowed(), 10u);
+    EXPECT_EQ(small.borrowed(), 5u);
+    EXPECT_EQ(lender->out(), 15u);
+    EXPECT_EQ(b.borrowed(), 15u);
+    EXPECT_EQ(b.held(), 115u);
+    while (!done) std::this_thread::sleep_for(1ms);
+  });
+  const bool borrowed = eventually([&] { return admitted || b.waiting() == 1; }) && admitted;
+  EXPECT_TRUE(borrowed) << "the head waited for a hold to end instead of borrowing";
+  if (!borrowed) running.reset();  // lets it in, so a failure does not hang
+  done = true;
+  borrowers.join();
+  EXPECT_EQ(lender->out(), 0u);
+  EXPECT_EQ(b.borrowed(), 0u);
+  if (!borrowed) return;
+  EXPECT_EQ(b.held(), 60u);
+  auto fits = b.acquire(40, 100, nullptr, 0, false, lending_of(lender, 40));  // 100: nothing to borrow
+  EXPECT_EQ(fits.borrowed(), 0u);
+  EXPECT_EQ(lender->asks, 2);
+}
+
+// The worker refuses while a preparation of its waits: the head asks again (kBorrowRetry) and goes
+// in once the worker lends, with no hold ending meanwhile.
+TEST(DeviceBudget, ARefusedHeadAsksAgainWhileItWaits) {
+  kj::DeviceBudget b;
+  auto lender = std::make_shared<FakeLender>(40);
+  lender->open = false;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
+  std::atomic<bool> admitted{false};
+  std::thread head([&] {
+    auto h = b.acquire(50, 100, nullptr, 0, false, lending_of(lender, 40));
+    admitted = true;
+    EXPECT_EQ(h.borrowed(), 10u);
+  });
+  const bool asked_again = eventually([&] { return lender->asks >= 2 || admitted; });
+  EXPECT_TRUE(asked_again);
+  EXPECT_FALSE(admitted);
+  lender->open = true;
+  if (!asked_again) running.reset();  // lets it in, so a failure does not hang
+  head.join();
+  EXPECT_TRUE(admitted);
+  EXPECT_EQ(lender->out(), 0u);
+}
+
+// At most the lendable share is out at once, whatever the worker has: the head whose shortfall
+// would pass it waits for a hold to end, and never asks.
+TEST(DeviceBudget, NoMoreThanTheLendableShareIsBorrowed) {
+  kj::DeviceBudget b;
+  auto lender = std::make_shared<FakeLender>(1000);
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
+  std::atomic<bool> admitted{false};
+  std::thread head([&] {
+    auto h = b.acquire(70, 100, nullptr, 0, false, lending_of(lender, 20));  // 30 short, 20 lendable
+    admitted = true;
+    EXPECT_EQ(h.borrowed(), 0u);
+  });
+  EXPECT_TRUE(eventually([&] { return b.waiting() == 1 || admitted; }));
+  std::this_thread::sleep_for(3 * kj::DeviceBudget::kBorrowRetry);
+  EXPECT_FALSE(admitted);
+  EXPECT_EQ(lender->asks, 0);
+  running.reset();
+  head.join();
+  EXPECT_TRUE(admitted);
+}
+
+// A lender that fails (its worker's socket, a bug) refuses: the head waits for the capacity as
+// without loans, and the budget stays usable.
+TEST(DeviceBudget, ALenderThatFailsIsARefusal) {
+  kj::DeviceBudget b;
+  auto lender = std::make_shared<FakeLender>(40);
+  lender->throws = true;
+  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
+  std::atomic<bool> admitted{false};
+  std::thread head([&] {
+    auto h = b.acquire(50, 100, nullptr, 0, false, lending_of(lender, 40));
+    admitted = true;
+  });
+  EXPECT_TRUE(eventually([&] { return lender->asks >= 2 || admitted; }));
+  EXPECT_FALSE(admitted);
+  running.reset();
+  head.join();
+  EXPECT_TRUE(admitted);
+  EXPECT_EQ(b.held(), 0u);
+  EXPECT_EQ(b.borrowed(), 0u);
+}
+
+// What holds admitted on loans keep fits the capacity with the loans still out, whichever ends
+// first: a loan's hold ending takes its loan with it.
+TEST(DeviceBudget, HoldsOnLoansEndInAnyOrder) {
+  kj::DeviceBudget b;
+  auto lender = std::make_shared<FakeLender>(100);
+  auto a = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
+  std::unique_ptr<kj::DeviceBudget::Hold> c, d;
+  std::thread borrowers([&] {
+    c = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(50, 100, nullptr, 0, false, lending_of(lender, 100)));
+    d = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(30, 100, nullptr, 0, false, lending_of(lender, 100)));
+  });
+  if (!eventually([&] { return b.held() == 140; })) a.reset();  // lets them in, so a failure does not hang
+  borrowers.join();
+  ASSERT_TRUE(a) << "they waited for a hold to end instead of borrowing";
+  EXPECT_EQ(b.borrowed(), 40u);
+  c.reset();  // 90 held, 30 lent
+  EXPECT_LE(b.held(), 100 + b.borrowed());
+  a.reset();
+  EXPECT_LE(b.held(), 100 + b.borrowed());
+  d.reset();
+  EXPECT_EQ(b.borrowed(), 0u);
+  EXPECT_EQ(lender->out(), 0u);
 }

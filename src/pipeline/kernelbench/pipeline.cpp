@@ -36,6 +36,7 @@
 #include "pipeline/timing/speedup.h"
 #include "pipeline/timing/stats.h"
 #include "pipeline/worker/device_budget.h"
+#include "pipeline/worker/worker_lender.h"
 #include "pipeline/worker/job.h"
 #include "pipeline/worker/pool.h"
 
@@ -360,6 +361,16 @@ std::uint64_t candidate_capacity(const KernelBenchRun& k) {
   return k.orep.value("candidate_capacity_bytes", std::uint64_t{0});
 }
 
+// What a candidate at the head of the device-memory line may borrow of its worker's preparation
+// budget (kernelbench.candidate_borrow_share of what the worker's prepare reported; none off a GPU).
+Lending candidate_lending(const KernelBenchRun& k) {
+  const auto lendable = k.orep.value("candidate_lendable_bytes", std::uint64_t{0});
+  const double share = k.cfg.kernelbench.candidate_borrow_share;
+  if (share <= 0 || !lendable) return {};
+  return {static_cast<std::uint64_t>(share * static_cast<double>(lendable)),
+          std::make_shared<WorkerLender>(k.wjob->shared_worker())};
+}
+
 // The admission's estimate beside what the candidate's torch allocated at its peak (the worker's
 // shared sets not included): how far the estimate is from a real candidate's use.
 void log_device_memory(const KernelBenchRun& k) {
@@ -367,6 +378,7 @@ void log_device_memory(const KernelBenchRun& k) {
   log::info("kernelbench.device_memory",
             {{"job_id", k.job.job_id()},
              {"estimate_bytes", k.orep.value("candidate_device_bytes", std::uint64_t{0})},
+             {"borrowed_bytes", k.device_hold ? k.device_hold->borrowed() : std::uint64_t{0}},
              {"candidate_peak_bytes", k.cand.report->value("device_peak_bytes", std::uint64_t{0})}});
 }
 
@@ -382,9 +394,11 @@ void run_candidate(KernelBenchRun& k, v1::Result& r) {
     k.device_hold.emplace(device_budget(gpu_index(k.cfg)).acquire(k.orep.value("candidate_device_bytes", std::uint64_t{0}),
                                                                   candidate_capacity(k), &k.device_wait,
                                                                   k.cfg.kernelbench.admission_backfill_seconds,
-                                                                  k.cfg.kernelbench.admission_largest_first));
+                                                                  k.cfg.kernelbench.admission_largest_first,
+                                                                  candidate_lending(k)));
   (*r.mutable_phase_seconds())["device_memory_wait"] = k.device_wait;
   if (k.device_hold->passed_head()) (*r.mutable_phase_seconds())["device_memory_backfill"] = 1;
+  if (k.device_hold->borrowed()) (*r.mutable_phase_seconds())["device_memory_borrowed"] = 1;
   {
     // The daemon's clock: the sockets the candidate's harness and the worker (the reference's
     // loop beside the candidate's) send their loop marks to.

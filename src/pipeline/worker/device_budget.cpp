@@ -4,9 +4,12 @@ namespace kj {
 
 DeviceBudget::Hold::~Hold() {
   if (!budget_) return;
+  // repaid first: a head that needs the bytes again finds them at the lender once it is told
+  if (loan_.id && loan_.lender) loan_.lender->repay(loan_.id);
   {
     std::lock_guard lock(budget_->mu_);
     budget_->held_ -= bytes_;
+    budget_->borrowed_ -= loan_.bytes;
     --budget_->holders_;
     if (alone_) budget_->alone_ = false;
     if (passed_head_ && passed_head_ == budget_->head_turn_) budget_->passed_bytes_ -= bytes_;
@@ -21,12 +24,12 @@ bool DeviceBudget::may_pass(const Waiter& head, const Waiter& w) const {
   if (head.backfill_seconds <= 0 || fits(head) || head.bytes > head.capacity) return false;
   const double head_waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - head_since_).count();
   if (head_waited >= head.backfill_seconds) return false;
-  return fits(w) && passed_bytes_ + w.bytes + head.bytes <= head.capacity;
+  return fits(w) && passed_bytes_ + w.bytes + head.bytes <= limit(head);
 }
 
 // The head when it fits; else, while the head may be passed, the earliest caller that may pass it.
 bool DeviceBudget::admissible(std::uint64_t ticket) const {
-  if (alone_ || alone_waiting_) return false;
+  if (alone_ || alone_waiting_ || borrowing_) return false;
   const Waiter& head = waiting_.at(head_);
   if (ticket == head_) return fits(head);
   for (const auto& [t, w] : waiting_)
@@ -65,20 +68,58 @@ void DeviceBudget::start_head_turn() {
   passed_bytes_ = 0;
 }
 
+std::uint64_t DeviceBudget::loan_to_ask(std::uint64_t ticket, const Lending& lending) const {
+  if (!lending.lender || borrowing_ || alone_ || alone_waiting_ || ticket != head_) return 0;
+  const Waiter& head = waiting_.at(ticket);
+  if (fits(head)) return 0;
+  const std::uint64_t shortfall = held_ + head.bytes - limit(head);
+  return borrowed_ + shortfall <= lending.lendable ? shortfall : 0;
+}
+
+DeviceLoan DeviceBudget::borrow(std::unique_lock<std::mutex>& lock, std::uint64_t bytes,
+                                        const Lending& lending) {
+  borrowing_ = true;
+  lock.unlock();
+  std::uint64_t id = 0;
+  try {
+    id = lending.lender->borrow(bytes);
+  } catch (...) {  // the lender's own failure: a refusal
+  }
+  lock.lock();
+  borrowing_ = false;
+  cv_.notify_all();
+  if (!id) return {};
+  borrowed_ += bytes;
+  return {id, bytes, lending.lender};
+}
+
 DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited,
-                                         double backfill_seconds, bool largest_first) {
+                                         double backfill_seconds, bool largest_first, const Lending& lending) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   const std::uint64_t ticket = next_ticket_++;
   largest_first_ = largest_first;
   waiting_.emplace(ticket, Waiter{bytes, capacity, backfill_seconds});
   choose_head();  // the first waiter, or (largest first) one larger than the head
-  cv_.wait(lock, [&] { return admissible(ticket); });
+  DeviceLoan loan;  // kept if it stops being the head before it is admitted: what it borrowed counts for all
+  auto next_ask = t0;
+  while (!admissible(ticket)) {
+    const std::uint64_t ask = loan.id ? 0 : loan_to_ask(ticket, lending);
+    if (ask && std::chrono::steady_clock::now() >= next_ask) {
+      loan = borrow(lock, ask, lending);
+      next_ask = std::chrono::steady_clock::now() + kBorrowRetry;
+      continue;
+    }
+    if (ask)
+      cv_.wait_until(lock, next_ask);
+    else
+      cv_.wait(lock);
+  }
   const std::uint64_t passed_head = admit(ticket);
   lock.unlock();
   cv_.notify_all();
   if (waited) *waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return Hold(this, bytes, false, passed_head);
+  return Hold(this, bytes, false, passed_head, std::move(loan));
 }
 
 DeviceBudget::Hold DeviceBudget::acquire_alone(double* waited) {
@@ -96,6 +137,11 @@ DeviceBudget::Hold DeviceBudget::acquire_alone(double* waited) {
 std::uint64_t DeviceBudget::held() const {
   std::lock_guard lock(mu_);
   return held_;
+}
+
+std::uint64_t DeviceBudget::borrowed() const {
+  std::lock_guard lock(mu_);
+  return borrowed_;
 }
 
 std::size_t DeviceBudget::waiting() const {

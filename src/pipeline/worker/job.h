@@ -45,6 +45,7 @@ class WorkerJob {
   // How long the job's prepare, still running, has waited for other jobs (0 when not answered).
   double prepare_waited(std::chrono::milliseconds timeout) const;
   TrustedWorker& worker() { return *worker_; }
+  const std::shared_ptr<TrustedWorker>& shared_worker() const { return worker_; }
 
  private:
   // The number `key` of the worker's answer to `op` about this job (0 when not answered in `timeout`).

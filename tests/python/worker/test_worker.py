@@ -584,10 +584,10 @@ def test_a_candidate_alone_on_the_device_finds_no_cache_kept_for_the_worker(monk
     released = []
     monkeypatch.setattr(job.transport, "release_cached", lambda device: released.append(1))
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 20 * gib)
-    heavy = job.Heavy(HeavySections(), 140 * gib, torch.device("cuda"), keep_bytes=56 * gib)
+    heavy = job.Heavy(HeavySections(), 140 * gib, torch.device("cuda"), keep=lambda: 56 * gib)
     heavy.give_back()
     assert released == []  # within the worker's part: kept
-    heavy.keep_bytes = 0  # what prepare sets for a candidate alone
+    heavy.keep = lambda: 0  # what prepare sets for a candidate alone
     heavy.give_back()
     assert released == [1]
 
@@ -719,7 +719,7 @@ def test_torch_keeps_the_workers_part_of_the_device_cached_and_gives_back_the_re
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: mem["reserved"])
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: mem["allocated"])
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (mem["free"], 80 * gib))
-    heavy = job.Heavy(HeavySections(), 80 * gib, torch.device("cuda"), Cache(16 * gib), keep_bytes=32 * gib)
+    heavy = job.Heavy(HeavySections(), 80 * gib, torch.device("cuda"), Cache(16 * gib), keep=lambda: 32 * gib)
     with heavy.section(6 * gib):  # 2 x 6 + 1 GiB: 10 free and 18 of torch's own unused
         pass
     assert released == []
@@ -985,3 +985,15 @@ def test_the_warm_up_imports_its_modules_in_a_thread_and_names_the_missing_ones(
     assert warm.done.wait(30)
     assert "colorsys" in sys.modules
     assert warm.report()["missing"] == ["kjudge_no_such_module"] and warm.report()["done"]
+
+
+def test_kjudged_borrows_and_repays_the_preparations_budget_over_the_control_socket(worker):
+    """The lend and repay requests kjudged's admission sends (candidate_loans.py); the cpu
+    backend's prepare reports nothing to borrow, so kjudged never asks it."""
+    assert prepare(worker)["candidate_lendable_bytes"] == 0
+    loan = ask(worker, {"op": "lend", "bytes": 1 << 30})["loan"]
+    assert loan is not None and ask(worker, {"op": "ping"})["lent_bytes"] == 1 << 30
+    assert ask(worker, {"op": "lend", "bytes": 64 << 30})["loan"] is None  # beyond its budget
+    assert ask(worker, {"op": "repay", "loan": loan}) == {"ok": True, "repaid_bytes": 1 << 30}
+    assert ask(worker, {"op": "repay", "loan": loan})["repaid_bytes"] == 0
+    assert ask(worker, {"op": "ping"})["lent_bytes"] == 0
