@@ -310,7 +310,8 @@ def run_table(rows, windows, smi, submitted, kb_n):
     return table
 
 
-WHERE_PHASES = ("device_memory_wait", "judge_wait", "judge_wait.inputs", "judge_wait.output", "judge_wait.audit",
+# device_memory_borrowed is a flag (1: admitted on a loan of the worker's preparation budget): its sum counts them
+WHERE_PHASES = ("device_memory_wait", "device_memory_borrowed", "judge_wait", "judge_wait.inputs", "judge_wait.output", "judge_wait.audit",
                 "judge_wait.heavy_set_wait", "candidate.correctness", "candidate.timing", "oracle.sets")
 
 

@@ -193,10 +193,13 @@ class Worker:
 
     def candidate_alone(self, req, report):
         """The job's candidate holds the device alone: a retry (kjudged's `device_alone`) or an
-        estimate over the candidates' whole capacity. torch's cached blocks, kept for the worker
-        up to its part of the device (56 GiB of an H200), then go back after each of the job's
-        uses of the device, so the candidate finds the memory it was given the device for."""
-        over = self.candidate_capacity and report.get("candidate_device_bytes", 0) > self.candidate_capacity
+        estimate over the candidates' whole capacity and what kjudged may borrow beyond it
+        (`candidate_borrow_share` of the preparations' budget: a loan shrinks torch's kept cache
+        by itself, candidate_loans.py). torch's cached blocks, kept for the worker up to its part
+        of the device (56 GiB of an H200), then go back after each of the job's uses of the
+        device, so the candidate finds the memory it was given the device for."""
+        borrowable = float(req.get("candidate_borrow_share") or 0) * self.preparing.capacity
+        over = self.candidate_capacity and report.get("candidate_device_bytes", 0) > self.candidate_capacity + borrowable
         return bool(req.get("device_alone") or over)
 
     def prepare(self, req):

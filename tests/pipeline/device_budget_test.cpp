@@ -482,3 +482,27 @@ TEST(DeviceBudget, HoldsOnLoansEndInAnyOrder) {
   EXPECT_EQ(b.borrowed(), 0u);
   EXPECT_EQ(lender->out(), 0u);
 }
+
+// One over the capacity, alone on the device, borrows its excess once; refused, it still goes in
+// alone, as without loans.
+TEST(DeviceBudget, OneOverTheCapacityBorrowsItsExcessOnceOrRunsAloneWithout) {
+  kj::DeviceBudget b;
+  auto lender = std::make_shared<FakeLender>(40);
+  {
+    auto big = b.acquire(120, 100, nullptr, 0, false, lending_of(lender, 40));
+    EXPECT_EQ(big.borrowed(), 20u);
+    EXPECT_EQ(lender->out(), 20u);
+  }
+  EXPECT_EQ(lender->out(), 0u);
+  lender->open = false;
+  const int asks = lender->asks;
+  {
+    auto big = b.acquire(120, 100, nullptr, 0, false, lending_of(lender, 40));
+    EXPECT_EQ(big.borrowed(), 0u);
+    EXPECT_EQ(lender->asks, asks + 1);  // once, not until the worker lends
+  }
+  auto too_big = std::make_shared<FakeLender>(1000);
+  auto huge = b.acquire(200, 100, nullptr, 0, false, lending_of(too_big, 40));
+  EXPECT_EQ(huge.borrowed(), 0u);  // 100 over, 40 lendable: never asked
+  EXPECT_EQ(too_big->asks, 0);
+}

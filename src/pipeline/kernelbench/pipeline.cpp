@@ -218,6 +218,8 @@ json prepare_request(const KernelBenchRun& k, const json& sets, const KernelBenc
           {"adjacent_baseline", k.timed() && k.cfg.kernelbench.adjacent_baseline},
           // a retry holds the device alone (take_device): the worker keeps none of torch's cache for it
           {"device_alone", k.device_hold.has_value()},
+          // a candidate over the candidates' capacity may borrow the rest instead of running alone
+          {"candidate_borrow_share", k.cfg.kernelbench.candidate_borrow_share},
           // skip the baseline only on the node the cached figures were measured on
           {"baseline_unless_identity", baselines.cached() ? baselines.expected_identity() : ""}};
 }

@@ -71,7 +71,7 @@ void DeviceBudget::start_head_turn() {
 std::uint64_t DeviceBudget::loan_to_ask(std::uint64_t ticket, const Lending& lending) const {
   if (!lending.lender || borrowing_ || alone_ || alone_waiting_ || ticket != head_) return 0;
   const Waiter& head = waiting_.at(ticket);
-  if (fits(head)) return 0;
+  if (held_ + head.bytes <= limit(head)) return 0;  // alone (nothing held) it may still borrow its excess
   const std::uint64_t shortfall = held_ + head.bytes - limit(head);
   return borrowed_ + shortfall <= lending.lendable ? shortfall : 0;
 }
@@ -103,9 +103,15 @@ DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capa
   choose_head();  // the first waiter, or (largest first) one larger than the head
   DeviceLoan loan;  // kept if it stops being the head before it is admitted: what it borrowed counts for all
   auto next_ask = t0;
-  while (!admissible(ticket)) {
-    const std::uint64_t ask = loan.id ? 0 : loan_to_ask(ticket, lending);
-    if (ask && std::chrono::steady_clock::now() >= next_ask) {
+  bool asked = false;
+  for (;;) {
+    // one over the capacity, admitted alone, asks once for its excess: the worker's kept cache
+    // shrinks by it instead of holding the device's rest (refused: alone, as without loans)
+    const bool in = admissible(ticket);
+    const std::uint64_t ask = loan.id || (in && asked) ? 0 : loan_to_ask(ticket, lending);
+    if (in && !ask) break;
+    if (ask && (in || std::chrono::steady_clock::now() >= next_ask)) {
+      asked = true;
       loan = borrow(lock, ask, lending);
       next_ask = std::chrono::steady_clock::now() + kBorrowRetry;
       continue;

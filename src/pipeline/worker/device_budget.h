@@ -20,7 +20,9 @@
 // the worker lends only while no preparation of its waits, so in an RL step's steady state the
 // candidates of the largest problems run beside others instead of waiting for the capacity. What
 // is lent counts as capacity while it is out, and goes back when the candidate that borrowed it
-// is done. A refused head asks again every kBorrowRetry while it waits.
+// is done. A refused head asks again every kBorrowRetry while it waits. One over the capacity,
+// admitted alone, asks once for its excess (refused, it runs alone as without loans), so the
+// worker keeps that much less cached instead of giving all of it back at every use.
 // A job retried after a fault takes the device alone (acquire_alone): whatever the estimates
 // missed, its second try cannot meet the same neighbours.
 #pragma once
@@ -109,7 +111,8 @@ class DeviceBudget {
   // The capacity with what is lent: holds admitted on a loan keep it until they end.
   std::uint64_t limit(const Waiter& w) const { return w.capacity + borrowed_; }
   bool fits(const Waiter& w) const { return held_ == 0 || held_ + w.bytes <= limit(w); }
-  // The head's shortfall, when borrowing it now might admit it (0: no loan to ask for).
+  // The head's shortfall (alone: its excess over the capacity), when borrowing it now might admit
+  // it (0: no loan to ask for).
   std::uint64_t loan_to_ask(std::uint64_t ticket, const Lending& lending) const;
   // Asks `lending`'s lender for `bytes` with `lock` released (no admission meanwhile): the loan, or none.
   DeviceLoan borrow(std::unique_lock<std::mutex>& lock, std::uint64_t bytes, const Lending& lending);

@@ -75,11 +75,13 @@ def test_where_the_gpu_phase_goes_is_a_table_of_its_phases(tmp_path):
     the worker's own steps included, over that phase's rows only."""
     rows = [{"step": "b-g1", "verdict": "OK", "phase_seconds": {"device_memory_wait": w, "worker.compare": 1.0}}
             for w in (1.0, 2.0, 3.0, 10.0)]
+    rows[3]["phase_seconds"]["device_memory_borrowed"] = 1  # a flag: the sum counts the candidates on loans
     report(tmp_path, 4, [{"step": "b-judge-g1", "start": 0, "end": 40, "cpu_s": 0}],
            rows + [{"step": "a", "verdict": "OK", "phase_seconds": {"device_memory_wait": 99.0}}])
     table = (tmp_path / "table.md").read_text()
     assert "b: builds supplied (GPU phase, 1 GPU), seconds per candidate" in table
     assert "| device_memory_wait | 2.50 | 3.00 | 16 |" in table  # run a's 99 s is not b's
+    assert "| device_memory_borrowed | 0.00 | 0.00 | 1 |" in table
     assert "| worker.compare | 1.00 | 1.00 | 4 |" in table
     assert "judge_wait.output" not in table  # no row has it
 

@@ -576,8 +576,12 @@ def test_a_candidate_alone_on_the_device_finds_no_cache_kept_for_the_worker(monk
     gib = 1 << 30
     w = server.Worker.__new__(server.Worker)
     w.candidate_capacity = 60 * gib
+    w.preparing = types.SimpleNamespace(capacity=28 * gib)
     assert w.candidate_alone({"device_alone": True}, {"candidate_device_bytes": gib})
     assert w.candidate_alone({}, {"candidate_device_bytes": 61 * gib})
+    # kjudged borrows up to half the preparations' 28 GiB for it: a loan, not the device alone
+    assert not w.candidate_alone({"candidate_borrow_share": 0.5}, {"candidate_device_bytes": 74 * gib})
+    assert w.candidate_alone({"candidate_borrow_share": 0.5}, {"candidate_device_bytes": 75 * gib})
     assert not w.candidate_alone({"device_alone": False}, {"candidate_device_bytes": 33 * gib})
     w.candidate_capacity = 0  # the cpu backend: nothing is admitted by device memory
     assert not w.candidate_alone({}, {"candidate_device_bytes": 61 * gib})
