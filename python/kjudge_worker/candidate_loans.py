@@ -3,44 +3,57 @@
 state the problems are prepared and that part sits idle, while the candidates of the problems with
 GiB-sized sets wait for device memory: on one H100 (bench/results/rlstep-20261208-h100-steady)
 they waited a median 29-32 s in the next step's phase and were its whole tail, the device at most
-72 of its 80 GB.
+72 of its 80 GB in use.
 
 A loan is granted as a second heavy section's bytes are (PrepareBudget.lend): only while no
 preparation waits and the budget has them. A preparation that arrives waits until enough is
 repaid (the borrowing candidate's end), and no loan is granted while it waits. What torch may
 keep cached for the worker shrinks by what is lent, and its cached blocks beyond that go back
-before the loan is granted, so the bytes lent are free on the device. A loan's id is the
-worker's own: a repayment this worker never lent (one to the worker it replaced) changes nothing."""
-import itertools
+before the loan is granted; a loan the device then has no room for is refused.
+
+kjudged names each loan (unique in its process), so a loan whose answer it never got can still be
+repaid: a repayment that comes before its loan (or for a loan refused) cancels it, and a
+repayment of one this worker never lent changes nothing."""
+import collections
 import threading
+
+CANCELLED_KEPT = 4096  # names repaid before their loan was granted: enough for any lend in flight
 
 
 class CandidateLoans:
-    def __init__(self, budget, kept_bytes, release_beyond):
+    def __init__(self, budget, kept_bytes, release_beyond, device_free):
         """budget: the PrepareBudget lent from; kept_bytes: what torch may keep cached for the
         worker with nothing lent; release_beyond(n): torch's cached blocks back to the device
-        while it holds more than n bytes."""
-        self.budget, self.base_kept, self.release_beyond = budget, kept_bytes, release_beyond
+        while it holds more than n bytes; device_free(): bytes free on the device now."""
+        self.budget, self.base_kept = budget, kept_bytes
+        self.release_beyond, self.device_free = release_beyond, device_free
         self.lock = threading.Lock()
-        self.loans = {}  # id -> bytes
-        self.ids = itertools.count(1)
+        self.loans = {}  # name -> bytes
+        self.cancelled = collections.OrderedDict()
 
-    def lend(self, nbytes):
-        """A loan's id for `nbytes`, or None (a preparation waits, or the budget lacks them)."""
-        if nbytes <= 0 or not self.budget.lend(nbytes):
-            return None
+    def lend(self, loan, nbytes):
+        """Lends `nbytes` under kjudged's name `loan`: False when a preparation waits, the budget
+        lacks them, the device has no room for them, or the name was repaid (cancelled) already."""
         with self.lock:
-            loan = next(self.ids)
+            if nbytes <= 0 or loan in self.loans or loan in self.cancelled or not self.budget.lend(nbytes):
+                return False
             self.loans[loan] = nbytes
         self.release_beyond(self.kept_bytes())
-        return loan
+        if self.device_free() < nbytes:
+            self.repay(loan)
+            return False
+        return True
 
     def repay(self, loan):
-        """Bytes given back to the budget (0: not a loan of this worker's, or repaid before)."""
+        """Bytes given back to the budget (0: not lent, or repaid before; the name is cancelled)."""
         with self.lock:
             nbytes = self.loans.pop(loan, 0)
-        if nbytes:
-            self.budget.repay(nbytes)
+            if nbytes:
+                self.budget.repay(nbytes)
+            else:
+                self.cancelled[loan] = True
+                while len(self.cancelled) > CANCELLED_KEPT:
+                    self.cancelled.popitem(last=False)
         return nbytes
 
     def lent(self):

@@ -68,7 +68,7 @@ class Worker:
         self.candidate_capacity = candidate_share.candidate_capacity(self.gpu_bytes, self.cache.budget,
                                                                      self.preparing.capacity)
         kept = candidate_share.worker_kept_bytes(self.gpu_bytes, self.cache.budget, self.preparing.capacity)
-        self.loans = CandidateLoans(self.preparing, kept, self.release_cached_beyond)
+        self.loans = CandidateLoans(self.preparing, kept, self.release_cached_beyond, self.device_free)
         self.lock_path = lock_path if self.device.type == "cuda" else ""
         self.peaks = roofline.DevicePeaks(self.device, self.lock_path) if self.device.type == "cuda" else None
         self.sm_clock = SmClock(self.device)
@@ -106,9 +106,9 @@ class Worker:
                 job = self.jobs.get(req.get("job_id"))
             return {"ok": True, "judge_seconds": job.judge_seconds_now() if job is not None else 0.0}
         if op == "lend":  # kjudged, for a candidate beyond the candidates' capacity (candidate_loans.py)
-            return {"ok": True, "loan": self.loans.lend(int(req.get("bytes", 0)))}
-        if op == "repay":  # kjudged, once that candidate is done
-            return {"ok": True, "repaid_bytes": self.loans.repay(req.get("loan"))}
+            return {"ok": True, "lent": self.loans.lend(int(req["loan"]), int(req.get("bytes", 0)))}
+        if op == "repay":  # kjudged, once that candidate is done (or a lend it got no answer to)
+            return {"ok": True, "repaid_bytes": self.loans.repay(int(req["loan"]))}
         if op == "stacks":  # the daemon, before it kills a worker that overran: where each thread was
             return {"ok": True, "stacks": thread_stacks()}
         if op == "forget":
@@ -129,6 +129,9 @@ class Worker:
         """torch's cached blocks back to the device while it holds more than `keep_bytes`."""
         if over_kept(self.device, keep_bytes):
             transport.release_cached(self.device)
+
+    def device_free(self):
+        return torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda" else float("inf")
 
     def set_up_device(self):
         """The worker's CUDA context, made before the first reference runs (once), so a GPU that

@@ -1,5 +1,6 @@
 #include "pipeline/worker/worker_lender.h"
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -8,14 +9,17 @@
 namespace kj {
 namespace {
 constexpr std::chrono::seconds kAnswerWithin{5};  // the worker answers at once; this is for a stuck one
-}
+std::atomic<std::uint64_t> next_loan{1};           // loans are named by kjudged: unique in this process
+}  // namespace
 
 std::uint64_t WorkerLender::borrow(std::uint64_t bytes) {
+  const std::uint64_t loan = next_loan++;
   std::string why;
-  const auto reply = worker_->request({{"op", "lend"}, {"bytes", bytes}}, kAnswerWithin, &why);
-  if (!reply || !reply->value("ok", false)) return 0;
-  const auto loan = reply->find("loan");
-  return loan != reply->end() && loan->is_number_unsigned() ? loan->get<std::uint64_t>() : 0;
+  const auto reply = worker_->request({{"op", "lend"}, {"loan", loan}, {"bytes", bytes}}, kAnswerWithin, &why);
+  if (reply && reply->value("ok", false)) return reply->value("lent", false) ? loan : 0;
+  // no answer: it may still be granted, so its name is repaid (the worker then refuses it if late)
+  repay(loan);
+  return 0;
 }
 
 void WorkerLender::repay(std::uint64_t loan) {

@@ -995,9 +995,11 @@ def test_kjudged_borrows_and_repays_the_preparations_budget_over_the_control_soc
     """The lend and repay requests kjudged's admission sends (candidate_loans.py); the cpu
     backend's prepare reports nothing to borrow, so kjudged never asks it."""
     assert prepare(worker)["candidate_lendable_bytes"] == 0
-    loan = ask(worker, {"op": "lend", "bytes": 1 << 30})["loan"]
-    assert loan is not None and ask(worker, {"op": "ping"})["lent_bytes"] == 1 << 30
-    assert ask(worker, {"op": "lend", "bytes": 64 << 30})["loan"] is None  # beyond its budget
-    assert ask(worker, {"op": "repay", "loan": loan}) == {"ok": True, "repaid_bytes": 1 << 30}
-    assert ask(worker, {"op": "repay", "loan": loan})["repaid_bytes"] == 0
+    assert ask(worker, {"op": "lend", "loan": 11, "bytes": 1 << 30}) == {"ok": True, "lent": True}
+    assert ask(worker, {"op": "ping"})["lent_bytes"] == 1 << 30
+    assert ask(worker, {"op": "lend", "loan": 12, "bytes": 64 << 30})["lent"] is False  # beyond its budget
+    assert ask(worker, {"op": "repay", "loan": 11}) == {"ok": True, "repaid_bytes": 1 << 30}
+    assert ask(worker, {"op": "repay", "loan": 11})["repaid_bytes"] == 0
     assert ask(worker, {"op": "ping"})["lent_bytes"] == 0
+    assert ask(worker, {"op": "lend", "bytes": 1})["ok"] is False  # unnamed: an error, the worker serves on
+    assert ask(worker, {"op": "ping"})["ok"]
