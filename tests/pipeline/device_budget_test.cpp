@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -332,10 +333,12 @@ namespace {
 class FakeLender : public kj::DeviceLender {
  public:
   explicit FakeLender(std::uint64_t budget) : budget_(budget) {}
-  std::uint64_t borrow(std::uint64_t bytes) override {
+  std::optional<std::uint64_t> borrow(std::uint64_t bytes) override {
+    while (held_up) std::this_thread::sleep_for(1ms);  // an answer that takes its time
     std::lock_guard lock(mu_);
     ++asks;
     if (throws) throw std::runtime_error("the worker's socket broke");
+    if (silent) return std::nullopt;
     if (!open || out_ + bytes > budget_) return 0;
     out_ += bytes;
     loans_[++next_] = bytes;
@@ -350,7 +353,7 @@ class FakeLender : public kj::DeviceLender {
     std::lock_guard lock(mu_);
     return out_;
   }
-  std::atomic<bool> open{true}, throws{false};
+  std::atomic<bool> open{true}, throws{false}, silent{false}, held_up{false};
   std::atomic<int> asks{0};
 
  private:
@@ -438,25 +441,53 @@ TEST(DeviceBudget, NoMoreThanTheLendableShareIsBorrowed) {
   EXPECT_TRUE(admitted);
 }
 
-// A lender that fails (its worker's socket, a bug) refuses: the head waits for the capacity as
-// without loans, and the budget stays usable.
-TEST(DeviceBudget, ALenderThatFailsIsARefusal) {
+// A lender that does not answer (its worker stuck) or fails (its socket, a bug) is asked once:
+// the head then waits for the capacity as without loans, and the budget stays usable.
+TEST(DeviceBudget, ALenderThatDoesNotAnswerOrFailsIsAskedOnce) {
+  for (const bool throws : {false, true}) {
+    kj::DeviceBudget b;
+    auto lender = std::make_shared<FakeLender>(40);
+    (throws ? lender->throws : lender->silent) = true;
+    auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
+    std::atomic<bool> admitted{false};
+    std::thread head([&] {
+      auto h = b.acquire(50, 100, nullptr, 0, false, lending_of(lender, 40));
+      admitted = true;
+    });
+    EXPECT_TRUE(eventually([&] { return lender->asks >= 1 || admitted; }));
+    std::this_thread::sleep_for(3 * kj::DeviceBudget::kBorrowRetry);
+    EXPECT_EQ(lender->asks, 1) << "throws " << throws;
+    EXPECT_FALSE(admitted);
+    running.reset();
+    head.join();
+    EXPECT_TRUE(admitted);
+    EXPECT_EQ(b.held(), 0u);
+    EXPECT_EQ(b.borrowed(), 0u);
+  }
+}
+
+// While the head waits for its lender's answer, a later one that may pass it (the backfill) goes in.
+TEST(DeviceBudget, OthersAreAdmittedWhileTheHeadAsksItsLender) {
   kj::DeviceBudget b;
   auto lender = std::make_shared<FakeLender>(40);
-  lender->throws = true;
-  auto running = std::make_unique<kj::DeviceBudget::Hold>(b.acquire(60, 100));
-  std::atomic<bool> admitted{false};
+  lender->held_up = true;
+  auto running = b.acquire(60, 100, nullptr, 60);
+  std::atomic<bool> head_in{false}, small_in{false};
   std::thread head([&] {
-    auto h = b.acquire(50, 100, nullptr, 0, false, lending_of(lender, 40));
-    admitted = true;
+    auto h = b.acquire(50, 100, nullptr, 60, false, lending_of(lender, 40));
+    head_in = true;
   });
-  EXPECT_TRUE(eventually([&] { return lender->asks >= 2 || admitted; }));
-  EXPECT_FALSE(admitted);
-  running.reset();
+  ASSERT_TRUE(eventually([&] { return b.waiting() == 1 || head_in; }));
+  std::thread small([&] {
+    auto h = b.acquire(30, 100, nullptr, 60);  // 60 + 30 fit, 30 + 50 leave the head its room
+    small_in = true;
+  });
+  EXPECT_TRUE(eventually([&] { return small_in.load(); })) << "the head's ask held the line";
+  EXPECT_FALSE(head_in);
+  lender->held_up = false;
   head.join();
-  EXPECT_TRUE(admitted);
-  EXPECT_EQ(b.held(), 0u);
-  EXPECT_EQ(b.borrowed(), 0u);
+  small.join();
+  EXPECT_TRUE(head_in);
 }
 
 // What holds admitted on loans keep fits the capacity with the loans still out, whichever ends

@@ -29,7 +29,7 @@ bool DeviceBudget::may_pass(const Waiter& head, const Waiter& w) const {
 
 // The head when it fits; else, while the head may be passed, the earliest caller that may pass it.
 bool DeviceBudget::admissible(std::uint64_t ticket) const {
-  if (alone_ || alone_waiting_ || borrowing_) return false;
+  if (alone_ || alone_waiting_) return false;
   const Waiter& head = waiting_.at(head_);
   if (ticket == head_) return fits(head);
   for (const auto& [t, w] : waiting_)
@@ -76,21 +76,22 @@ std::uint64_t DeviceBudget::loan_to_ask(std::uint64_t ticket, const Lending& len
   return borrowed_ + shortfall <= lending.lendable ? shortfall : 0;
 }
 
-DeviceLoan DeviceBudget::borrow(std::unique_lock<std::mutex>& lock, std::uint64_t bytes,
-                                        const Lending& lending) {
+DeviceLoan DeviceBudget::borrow(std::unique_lock<std::mutex>& lock, std::uint64_t bytes, const Lending& lending,
+                                bool& silent) {
   borrowing_ = true;
   lock.unlock();
-  std::uint64_t id = 0;
+  std::optional<std::uint64_t> id;
   try {
     id = lending.lender->borrow(bytes);
-  } catch (...) {  // the lender's own failure: a refusal
+  } catch (...) {  // the lender's own failure: as no answer
   }
   lock.lock();
   borrowing_ = false;
   cv_.notify_all();
-  if (!id) return {};
+  silent = !id;
+  if (!id || !*id) return {};
   borrowed_ += bytes;
-  return {id, bytes, lending.lender};
+  return {*id, bytes, lending.lender};
 }
 
 DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capacity, double* waited,
@@ -103,16 +104,16 @@ DeviceBudget::Hold DeviceBudget::acquire(std::uint64_t bytes, std::uint64_t capa
   choose_head();  // the first waiter, or (largest first) one larger than the head
   DeviceLoan loan;  // kept if it stops being the head before it is admitted: what it borrowed counts for all
   auto next_ask = t0;
-  bool asked = false;
+  bool asked = false, silent = false;
   for (;;) {
     // one over the capacity, admitted alone, asks once for its excess: the worker's kept cache
     // shrinks by it instead of holding the device's rest (refused: alone, as without loans)
     const bool in = admissible(ticket);
-    const std::uint64_t ask = loan.id || (in && asked) ? 0 : loan_to_ask(ticket, lending);
+    const std::uint64_t ask = loan.id || silent || (in && asked) ? 0 : loan_to_ask(ticket, lending);
     if (in && !ask) break;
     if (ask && (in || std::chrono::steady_clock::now() >= next_ask)) {
       asked = true;
-      loan = borrow(lock, ask, lending);
+      loan = borrow(lock, ask, lending, silent);
       next_ask = std::chrono::steady_clock::now() + kBorrowRetry;
       continue;
     }

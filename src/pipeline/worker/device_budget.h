@@ -20,7 +20,8 @@
 // the worker lends only while no preparation of its waits, so in an RL step's steady state the
 // candidates of the largest problems run beside others instead of waiting for the capacity. What
 // is lent counts as capacity while it is out, and goes back when the candidate that borrowed it
-// is done. A refused head asks again every kBorrowRetry while it waits. One over the capacity,
+// is done. A refused head asks again every kBorrowRetry while it waits (one that got no answer
+// does not ask again), and others are admitted while it asks. One over the capacity,
 // admitted alone, asks once for its excess (refused, it runs alone as without loans), so the
 // worker keeps that much less cached instead of giving all of it back at every use.
 // A job retried after a fault takes the device alone (acquire_alone): whatever the estimates
@@ -34,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace kj {
 
@@ -41,8 +43,9 @@ namespace kj {
 class DeviceLender {
  public:
   virtual ~DeviceLender() = default;
-  // A loan of `bytes`: its id, or 0 when refused now (a preparation needs them, or they are out).
-  virtual std::uint64_t borrow(std::uint64_t bytes) = 0;
+  // A loan of `bytes`: its id, 0 when refused now (a preparation needs them, or they are out), or
+  // nullopt when the lender did not answer (it is not asked again for the same candidate).
+  virtual std::optional<std::uint64_t> borrow(std::uint64_t bytes) = 0;
   virtual void repay(std::uint64_t loan) = 0;
 };
 
@@ -114,8 +117,8 @@ class DeviceBudget {
   // The head's shortfall (alone: its excess over the capacity), when borrowing it now might admit
   // it (0: no loan to ask for).
   std::uint64_t loan_to_ask(std::uint64_t ticket, const Lending& lending) const;
-  // Asks `lending`'s lender for `bytes` with `lock` released (no admission meanwhile): the loan, or none.
-  DeviceLoan borrow(std::unique_lock<std::mutex>& lock, std::uint64_t bytes, const Lending& lending);
+  // Asks `lending`'s lender for `bytes` with `lock` released: the loan, or none (`silent`: no answer).
+  DeviceLoan borrow(std::unique_lock<std::mutex>& lock, std::uint64_t bytes, const Lending& lending, bool& silent);
   bool admissible(std::uint64_t ticket) const;
   bool may_pass(const Waiter& head, const Waiter& w) const;
   std::uint64_t admit(std::uint64_t ticket);  // the head turn it passed; 0: it was the head
@@ -136,7 +139,7 @@ class DeviceBudget {
   unsigned holders_ = 0, alone_waiting_ = 0;
   bool alone_ = false;
   std::uint64_t borrowed_ = 0;  // lent bytes out: the holds' loans and a head's being admitted
-  bool borrowing_ = false;      // a head asks its lender (the lock released): no admission meanwhile
+  bool borrowing_ = false;      // a head asks its lender (the lock released): one ask at a time
 };
 
 // This process's budget for GPU `gpu` (its device minor).

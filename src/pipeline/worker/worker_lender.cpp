@@ -12,14 +12,14 @@ constexpr std::chrono::seconds kAnswerWithin{5};  // the worker answers at once;
 std::atomic<std::uint64_t> next_loan{1};           // loans are named by kjudged: unique in this process
 }  // namespace
 
-std::uint64_t WorkerLender::borrow(std::uint64_t bytes) {
+std::optional<std::uint64_t> WorkerLender::borrow(std::uint64_t bytes) {
   const std::uint64_t loan = next_loan++;
   std::string why;
   const auto reply = worker_->request({{"op", "lend"}, {"loan", loan}, {"bytes", bytes}}, kAnswerWithin, &why);
   if (reply && reply->value("ok", false)) return reply->value("lent", false) ? loan : 0;
   // no answer: it may still be granted, so its name is repaid (the worker then refuses it if late)
   repay(loan);
-  return 0;
+  return std::nullopt;
 }
 
 void WorkerLender::repay(std::uint64_t loan) {

@@ -12,9 +12,9 @@ namespace kj {
 class WorkerLender : public DeviceLender {
  public:
   explicit WorkerLender(std::shared_ptr<TrustedWorker> worker) : worker_(std::move(worker)) {}
-  // A worker that does not answer refuses: the candidate waits for the capacity as without loans,
+  // A worker that does not answer: nullopt (the candidate waits for the capacity as without loans),
   // and the loan's name is repaid, so one granted late is cancelled (candidate_loans.py).
-  std::uint64_t borrow(std::uint64_t bytes) override;
+  std::optional<std::uint64_t> borrow(std::uint64_t bytes) override;
   // A worker gone meanwhile has nothing to be repaid: its budget went with it.
   void repay(std::uint64_t loan) override;
 
