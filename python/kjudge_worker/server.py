@@ -201,8 +201,8 @@ class Worker:
         by itself, candidate_loans.py). torch's cached blocks, kept for the worker up to its part
         of the device (56 GiB of an H200), then go back after each of the job's uses of the
         device, so the candidate finds the memory it was given the device for."""
-        borrowable = float(req.get("candidate_borrow_share") or 0) * self.preparing.capacity
-        over = self.candidate_capacity and report.get("candidate_device_bytes", 0) > self.candidate_capacity + borrowable
+        limit = self.candidate_capacity + float(req.get("candidate_borrow_share") or 0) * self.preparing.capacity
+        over = self.candidate_capacity and report.get("candidate_device_bytes", 0) > limit
         return bool(req.get("device_alone") or over)
 
     def prepare(self, req):
