@@ -1,9 +1,10 @@
-"""python3 -m kjudge_worker <root> <cuda|cpu> [lock file] [cache fraction] [idle seconds]
+"""python3 -m kjudge_worker <root> <cuda|cpu> [lock file] [cache fraction] [idle seconds] [rehearsal GiB]
 
 The trusted worker kjudged keeps per GPU and tenant (its own sandbox, the GPU's device profile):
 torch imported and CUDA initialised once, references and input sets cached on the device.
 `root` is its directory (/job in the sandbox): the control socket, the references kjudged puts
-there, the jobs' channel sockets and clock sockets."""
+there, the jobs' channel sockets and clock sockets. `rehearsal GiB` (cpu only, default 0): admit
+candidates by device memory as if the device had that much (kernelbench.cpu_rehearsal_device_gib)."""
 import os
 import sys
 
@@ -24,7 +25,8 @@ def main(argv):
     lock = argv[3] if len(argv) > 3 else ""
     fraction = float(argv[4]) if len(argv) > 4 else 0.3
     idle = float(argv[5]) if len(argv) > 5 else 600.0
-    return Worker(root, kind, lock, fraction, idle).serve()
+    rehearsal = int(float(argv[6]) * (1 << 30)) if len(argv) > 6 else 0
+    return Worker(root, kind, lock, fraction, idle, rehearsal).serve()
 
 
 if __name__ == "__main__":

@@ -45,7 +45,9 @@ class DeviceUnavailable(RuntimeError):
 
 
 class Worker:
-    def __init__(self, root, device_kind, lock_path, cache_fraction, idle_seconds):
+    def __init__(self, root, device_kind, lock_path, cache_fraction, idle_seconds, rehearsal_bytes=0):
+        """rehearsal_bytes (cpu only): admit candidates by device memory as if the device had that
+        many bytes (kjudged's admission and the loans, run without a GPU); 0: admit none."""
         self.root = root
         inputs.guard_generator_restores()  # a reference's compile beside another job's seeded draws
         self.device = torch.device("cuda") if device_kind == "cuda" else torch.device("cpu")
@@ -55,16 +57,16 @@ class Worker:
             numerics.apply(compat=False)  # each reference runs under its own mode's (numerics.scoped)
             total = torch.cuda.get_device_properties(self.device).total_memory
         else:
-            total = 8 << 30
+            total = rehearsal_bytes or 8 << 30
         # the jobs' preparations together within a share of the device, and the large sets in use
         # (a job of large or unknown inputs prepares among them too): one on the fixed reserve,
         # more on the preparations' unused bytes
         self.preparing = prepare_budget.PrepareBudget(int(prepare_budget.PREPARE_SHARE * total))
         self.heavy = HeavySections(lender=self.preparing)
         self.cache = problems.Cache(int(total * cache_fraction))
-        # the device's memory as the jobs see it (0 on the cpu backend: nothing is heavy, nothing
-        # to admit candidates by), and what the running candidates may hold of it together
-        self.gpu_bytes = total if self.device.type == "cuda" else 0
+        # the device's memory as the jobs see it (0 on the cpu backend unless it rehearses: nothing
+        # is heavy, nothing to admit candidates by), and what the running candidates may hold of it together
+        self.gpu_bytes = total if self.device.type == "cuda" else rehearsal_bytes
         self.candidate_capacity = candidate_share.candidate_capacity(self.gpu_bytes, self.cache.budget,
                                                                      self.preparing.capacity)
         kept = candidate_share.worker_kept_bytes(self.gpu_bytes, self.cache.budget, self.preparing.capacity)

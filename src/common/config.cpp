@@ -280,6 +280,11 @@ void apply_kernelbench(const toml::table* k, Config& c) {
       throw std::runtime_error("kernelbench.candidate_borrow_share must be in [0, 1] (0: candidates borrow nothing)");
     c.kernelbench.candidate_borrow_share = *share;
   }
+  if (auto gib = number_key(*k, "kernelbench.cpu_rehearsal_device_gib", "cpu_rehearsal_device_gib")) {
+    if (!(*gib >= 0 && *gib <= 4096))
+      throw std::runtime_error("kernelbench.cpu_rehearsal_device_gib must be in [0, 4096] (0: no admission on cpu)");
+    c.kernelbench.cpu_rehearsal_device_gib = *gib;
+  }
   if (const auto* node = k->get("admission_largest_first")) {
     const auto* flag = node->as_boolean();
     if (!flag) throw std::runtime_error("kernelbench.admission_largest_first must be true or false");

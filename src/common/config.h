@@ -144,6 +144,10 @@ struct KernelBenchConfig {
   // borrow while no preparation needs it (device_budget.h; python/kjudge_worker/candidate_loans.py);
   // 0: none. Off until measured on a GPU.
   double candidate_borrow_share = 0;
+  // The cpu backend's trusted worker admits candidates by device memory as if its device had this
+  // many GiB (0, the default: it admits none): kjudged's admission and the worker's loans, run
+  // without a GPU (tests/python/daemon/test_admission_rehearsal.py).
+  double cpu_rehearsal_device_gib = 0;
 };
 
 // The shared build store and build-only nodes (docs/operator-guide.md, *Build nodes*).

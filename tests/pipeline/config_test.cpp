@@ -122,6 +122,11 @@ TEST(Config, CandidatesBorrowNothingByDefaultOrAShareOfThePreparationBudget) {
                             "1", 1.0, {"-0.5", "1.5", "\"all\""});
 }
 
+TEST(Config, TheCpuBackendAdmitsNothingByDefaultOrRehearsesADeviceOfSomeGib) {
+  expect_kernelbench_number("cpu_rehearsal_device_gib", &kj::KernelBenchConfig::cpu_rehearsal_device_gib, 0.0,
+                            "16", 16.0, {"-1", "5000", "\"big\""});
+}
+
 TEST(Config, AdmissionInArrivalOrderByDefaultOrLargestFirst) {
   EXPECT_FALSE(kj::load_config(std::nullopt).kernelbench.admission_largest_first);
   TempDir d;

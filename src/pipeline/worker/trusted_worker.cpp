@@ -119,7 +119,8 @@ void TrustedWorker::supervise(const Config& cfg, bool gpu) {
   kjsandbox::Policy p = harness_policy(
       cfg, run,
       {cfg.kernelbench.python.string(), "-s", "-m", "kjudge_worker", "/job", gpu ? "cuda" : "cpu", lock_arg,
-       fmt::format("{}", cfg.kernelbench.worker_cache_fraction), std::to_string(cfg.kernelbench.worker_idle_seconds)});
+       fmt::format("{}", cfg.kernelbench.worker_cache_fraction), std::to_string(cfg.kernelbench.worker_idle_seconds),
+       fmt::format("{}", gpu ? 0.0 : cfg.kernelbench.cpu_rehearsal_device_gib)});
   p.cancel_fd = cancel_fd_;
   log::info("worker.start", {{"dir", dir_.string()}, {"gpu", gpu}});
   const kjsandbox::Report rep = kjsandbox::run(p);
