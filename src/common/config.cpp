@@ -1,5 +1,6 @@
 #include "common/config.h"
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 #include <unistd.h>
 
@@ -76,6 +77,17 @@ void take_bounded(const toml::table& t, std::string_view section, std::string_vi
       throw std::runtime_error(name + " must be " + std::string(what) + " in " + std::to_string(min) + ".." +
                                std::to_string(max) + ", not " + std::to_string(*v));
     out = static_cast<Int>(*v);
+  }
+}
+
+// A number within [min, max] (nan rejected); `zero_means` says what 0 does, for the error.
+void take_number_in(const toml::table& t, std::string_view section, std::string_view key, double& out, double min,
+                double max, std::string_view zero_means) {
+  const std::string name = std::string(section) + "." + std::string(key);
+  if (auto v = number_key(t, name, key)) {
+    if (!(*v >= min && *v <= max))
+      throw std::runtime_error(fmt::format("{} must be in [{}, {}] (0: {})", name, min, max, zero_means));
+    out = *v;
   }
 }
 
@@ -265,26 +277,14 @@ void apply_kernelbench(const toml::table* k, Config& c) {
   if (!(c.kernelbench.worker_cache_fraction > 0 && c.kernelbench.worker_cache_fraction <= 0.9))
     throw std::runtime_error("kernelbench.worker_cache_fraction must be in (0, 0.9]");
   take_u32(*k, "worker_idle_seconds", c.kernelbench.worker_idle_seconds);
-  if (auto share = number_key(*k, "kernelbench.candidate_device_share", "candidate_device_share")) {
-    if (!(*share >= 0 && *share <= 0.9))
-      throw std::runtime_error("kernelbench.candidate_device_share must be in [0, 0.9] (0: what the worker leaves)");
-    c.kernelbench.candidate_device_share = *share;
-  }
-  if (auto window = number_key(*k, "kernelbench.admission_backfill_seconds", "admission_backfill_seconds")) {
-    if (!(*window >= 0 && *window <= 3600))
-      throw std::runtime_error("kernelbench.admission_backfill_seconds must be in [0, 3600] (0: strict arrival order)");
-    c.kernelbench.admission_backfill_seconds = *window;
-  }
-  if (auto share = number_key(*k, "kernelbench.candidate_borrow_share", "candidate_borrow_share")) {
-    if (!(*share >= 0 && *share <= 1))
-      throw std::runtime_error("kernelbench.candidate_borrow_share must be in [0, 1] (0: candidates borrow nothing)");
-    c.kernelbench.candidate_borrow_share = *share;
-  }
-  if (auto gib = number_key(*k, "kernelbench.cpu_rehearsal_device_gib", "cpu_rehearsal_device_gib")) {
-    if (!(*gib >= 0 && *gib <= 4096))
-      throw std::runtime_error("kernelbench.cpu_rehearsal_device_gib must be in [0, 4096] (0: no admission on cpu)");
-    c.kernelbench.cpu_rehearsal_device_gib = *gib;
-  }
+  take_number_in(*k, "kernelbench", "candidate_device_share", c.kernelbench.candidate_device_share, 0, 0.9,
+             "what the worker leaves");
+  take_number_in(*k, "kernelbench", "admission_backfill_seconds", c.kernelbench.admission_backfill_seconds, 0, 3600,
+             "strict arrival order");
+  take_number_in(*k, "kernelbench", "candidate_borrow_share", c.kernelbench.candidate_borrow_share, 0, 1,
+             "candidates borrow nothing");
+  take_number_in(*k, "kernelbench", "cpu_rehearsal_device_gib", c.kernelbench.cpu_rehearsal_device_gib, 0, 4096,
+             "no admission on cpu");
   if (const auto* node = k->get("admission_largest_first")) {
     const auto* flag = node->as_boolean();
     if (!flag) throw std::runtime_error("kernelbench.admission_largest_first must be true or false");
