@@ -3,7 +3,7 @@
 state the problems are prepared and that part sits idle, while the candidates of the problems with
 GiB-sized sets wait for device memory: on one H100 (bench/results/rlstep-20261208-h100-steady)
 they waited a median 29-32 s in the next step's phase and were its whole tail, the device at most
-72 of its 80 GB in use.
+71.8 of its 79.6 GiB in use.
 
 A loan is granted as a second heavy section's bytes are (PrepareBudget.lend): only while no
 preparation waits and the budget has them. A preparation that arrives waits until enough is
