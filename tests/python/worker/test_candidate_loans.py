@@ -77,3 +77,30 @@ def test_nothing_is_lent_while_a_preparation_waits_and_it_goes_in_once_repaid():
 def test_a_loan_of_nothing_is_refused():
     loans, released = loans_of()
     assert not loans.lend(1, 0) and released == []
+
+
+def prepares_without_waiting(budget, nbytes):
+    done = threading.Event()
+
+    def prepare():
+        with budget.hold(nbytes):
+            done.set()
+
+    threading.Thread(target=prepare, daemon=True).start()  # left waiting when it must wait
+    return done.wait(2)
+
+
+def test_with_half_the_budget_lent_a_light_preparation_does_not_wait():
+    """kjudged's borrow share of 0.5 (docs/gpu-worker.md): a problem whose inputs are under the
+    heavy share of the device prepares in the budget beside the loans, on an H100 and an H200;
+    with a byte more lent than leaves it room, it waits."""
+    from kjudge_worker import job, prepare_budget
+    for total in (int(79.1 * GB), int(139.8 * GB)):
+        capacity = int(prepare_budget.PREPARE_SHARE * total)
+        light = prepare_budget.estimate(int(job.HEAVY_SET_SHARE * total) - 1, capacity)
+        half, _ = loans_of(capacity=capacity)
+        assert half.lend(1, capacity // 2)
+        assert prepares_without_waiting(half.budget, light), (total, light)
+        more, _ = loans_of(capacity=capacity)
+        assert more.lend(1, capacity - light + 1)
+        assert not prepares_without_waiting(more.budget, light)
