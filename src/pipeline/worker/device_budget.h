@@ -21,9 +21,9 @@
 // candidates of the largest problems run beside others instead of waiting for the capacity. What
 // is lent counts as capacity while it is out, and goes back when the candidate that borrowed it
 // is done. A refused head asks again every kBorrowRetry while it waits (one that got no answer
-// does not ask again), and others are admitted while it asks. One over the capacity,
-// admitted alone, asks once for its excess (refused, it runs alone as without loans), so the
-// worker keeps that much less cached instead of giving all of it back at every use.
+// does not ask again), and others are admitted while it asks. One over the capacity, admitted
+// alone, asks once for its excess (refused, it runs alone as without loans), so the worker keeps
+// that much less cached instead of giving all of it back at every use.
 // A job retried after a fault takes the device alone (acquire_alone): whatever the estimates
 // missed, its second try cannot meet the same neighbours.
 #pragma once
@@ -63,8 +63,7 @@ struct DeviceLoan {
 
 class DeviceBudget {
  public:
-  static constexpr std::chrono::milliseconds kBorrowRetry{100};
-
+  static constexpr std::chrono::milliseconds kBorrowRetry{100};  // a refused head asks again after this
 
   class Hold {
    public:
