@@ -27,3 +27,11 @@ def test_largest_first_puts_the_large_jobs_first_and_shortens_the_batch():
     largest = model.replay(jobs, capacity=10, backfill=0, largest_first=True)
     assert abs(arrival - (PRE + 2.0 + 2.0 + 2.0 + 6.0 + POST)) < 0.05
     assert abs(largest - (PRE + 2.0 + 2.0 + 6.0 + POST)) < 0.05
+
+
+def test_a_head_borrows_its_shortfall_from_the_lendable_and_none_beyond_it():
+    # two 6s in 10: one after the other; with 2 to lend, together (the second borrows 2)
+    jobs = [job(6, 2.0), job(6, 2.0)]
+    assert abs(model.replay(jobs, capacity=10) - (PRE + 4.0 + POST)) < 0.05
+    assert abs(model.replay(jobs, capacity=10, lendable=2) - (PRE + 2.0 + POST)) < 0.05
+    assert abs(model.replay(jobs, capacity=10, lendable=1.9) - (PRE + 4.0 + POST)) < 0.05
