@@ -311,8 +311,9 @@ def run_table(rows, windows, smi, submitted, kb_n):
 
 
 # device_memory_borrowed is a flag (1: admitted on a loan of the worker's preparation budget): its sum counts them
-WHERE_PHASES = ("device_memory_wait", "device_memory_borrowed", "judge_wait", "judge_wait.inputs", "judge_wait.output", "judge_wait.audit",
-                "judge_wait.heavy_set_wait", "candidate.correctness", "candidate.timing", "oracle.sets")
+WHERE_PHASES = ("device_memory_wait", "device_memory_borrowed", "judge_wait", "judge_wait.inputs",
+                "judge_wait.output", "judge_wait.audit", "judge_wait.heavy_set_wait", "candidate.correctness",
+                "candidate.timing", "oracle.sets")
 
 
 def where_it_goes(rows, step):

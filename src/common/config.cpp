@@ -82,7 +82,7 @@ void take_bounded(const toml::table& t, std::string_view section, std::string_vi
 
 // A number within [min, max] (nan rejected); `zero_means` says what 0 does, for the error.
 void take_number_in(const toml::table& t, std::string_view section, std::string_view key, double& out, double min,
-                double max, std::string_view zero_means) {
+                    double max, std::string_view zero_means) {
   const std::string name = std::string(section) + "." + std::string(key);
   if (auto v = number_key(t, name, key)) {
     if (!(*v >= min && *v <= max))
@@ -278,13 +278,13 @@ void apply_kernelbench(const toml::table* k, Config& c) {
     throw std::runtime_error("kernelbench.worker_cache_fraction must be in (0, 0.9]");
   take_u32(*k, "worker_idle_seconds", c.kernelbench.worker_idle_seconds);
   take_number_in(*k, "kernelbench", "candidate_device_share", c.kernelbench.candidate_device_share, 0, 0.9,
-             "what the worker leaves");
+                 "what the worker leaves");
   take_number_in(*k, "kernelbench", "admission_backfill_seconds", c.kernelbench.admission_backfill_seconds, 0, 3600,
-             "strict arrival order");
+                 "strict arrival order");
   take_number_in(*k, "kernelbench", "candidate_borrow_share", c.kernelbench.candidate_borrow_share, 0, 1,
-             "candidates borrow nothing");
+                 "candidates borrow nothing");
   take_number_in(*k, "kernelbench", "cpu_rehearsal_device_gib", c.kernelbench.cpu_rehearsal_device_gib, 0, 4096,
-             "no admission on cpu");
+                 "no admission on cpu");
   if (const auto* node = k->get("admission_largest_first")) {
     const auto* flag = node->as_boolean();
     if (!flag) throw std::runtime_error("kernelbench.admission_largest_first must be true or false");
